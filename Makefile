@@ -1,0 +1,48 @@
+# Lynn Gym — two commands: `make run` and `make test`. Both bootstrap everything they need.
+SHELL := /bin/bash
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+NODE_STAMP := node_modules/.installed
+RESULTS ?= results
+
+.PHONY: run test bench lint venv system chromium node clean contracts
+
+# The venv: CPU torch first (an unpinned torch pulls a multi-GB CUDA build), then the package with every CPU extra.
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --disable-pip-version-check torch==2.13.0
+	$(BIN)/pip install -q --disable-pip-version-check -e '.[all]'
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+# System pieces: Debian's chromium (Playwright's own download fails here) and the npm packages (anvil, solc, contracts).
+chromium:
+	@command -v chromium >/dev/null || [ -n "$$LYNN_CHROMIUM" ] || \
+	  { (apt-get update -qq || true) && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+
+$(NODE_STAMP): package.json $(wildcard package-lock.json)
+	npm ci --no-audit --no-fund --loglevel=error
+	@touch $(NODE_STAMP)
+
+node: $(if $(wildcard package.json),$(NODE_STAMP))
+
+system: chromium node
+
+run: venv system
+	$(BIN)/lynn suite --out $(RESULTS)
+
+test: venv system
+	$(BIN)/python -m pytest tests
+
+bench: venv system
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+lint: venv
+	$(BIN)/ruff check lynn tests benchmarks examples
+	$(BIN)/ruff format --check lynn tests benchmarks examples
+
+clean:
+	rm -rf $(VENV) node_modules $(RESULTS)

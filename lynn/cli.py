@@ -1,0 +1,294 @@
+"""The ``lynn`` command: envs, tasks, eval, suite, leaderboard, doctor (+ per-system extensions).
+
+User mistakes (unknown env, agent, task; bad flags) print one ``lynn: error: ...`` line and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import json
+import os
+import shutil
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+# Per-system subcommands: "module:function" taking the subparsers object. Imported lazily so that a
+# system's heavy dependencies are only needed when its own command runs.
+EXTENSIONS: list[str] = []
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+class UsageError(Exception):
+    """A mistake in how the command was called; reported in one line with exit code 2."""
+
+
+def _parse_kv(pairs: Sequence[str] | None, flag: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for pair in pairs or []:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise UsageError(f"{flag} expects KEY=VALUE, got {pair!r}")
+        try:
+            out[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key] = raw
+    return out
+
+
+def cmd_envs(args: argparse.Namespace) -> int:
+    from lynn.registry import ENTRIES
+
+    if args.json:
+        print(json.dumps([{"id": e.id, "description": e.description} for e in ENTRIES]))
+        return 0
+    if not ENTRIES:
+        print("no envs registered")
+    width = max((len(e.id) for e in ENTRIES), default=0)
+    for e in ENTRIES:
+        print(f"{e.id:<{width}}  {e.description}")
+    return 0
+
+
+def cmd_tasks(args: argparse.Namespace) -> int:
+    from lynn.eval.runner import list_tasks
+
+    tasks = list_tasks(args.env_id, args.split, **_parse_kv(args.env_arg, "--env-arg"))
+    if args.json:
+        print(json.dumps(tasks))
+        return 0
+    for t in tasks:
+        desc = t.get("description") or t.get("intent") or ""
+        print(f"{t['task_id']}\t{t.get('split') or ''}\t{desc}")
+    print(f"{len(tasks)} tasks", file=sys.stderr)
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from lynn.eval.runner import EvalConfig, evaluate
+
+    cfg = EvalConfig(
+        env_id=args.env_id,
+        agent=args.agent,
+        episodes=args.episodes,
+        seed=args.seed,
+        workers=args.workers,
+        out=args.out,
+        split=args.split,
+        tasks=args.tasks.split(",") if args.tasks else None,
+        env_kwargs=_parse_kv(args.env_arg, "--env-arg"),
+        agent_kwargs=_parse_kv(args.agent_arg, "--agent-arg"),
+        max_steps=args.max_steps,
+        progress=not args.no_progress,
+    )
+    summary = evaluate(cfg)
+    if args.json:
+        print(json.dumps(summary, sort_keys=True))
+    else:
+        print(
+            f"{summary['env_id']} · {summary['agent']}: {summary['episodes']} episodes, "
+            f"success {summary['success_rate']:.1%} ± {summary['success_ci95']:.1%}, "
+            f"mean reward {summary['mean_reward']:.3f} ± {summary['reward_ci95']:.3f} -> {summary['results']}"
+        )
+    return 0
+
+
+def _print_rows(rows: list[Any]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from lynn.eval.leaderboard import HEADER, table_cells
+
+    table = Table(title="Lynn Gym leaderboard")
+    for h in HEADER:
+        table.add_column(h)
+    for cells in table_cells(rows):
+        table.add_row(*cells)
+    Console(width=160).print(table)
+
+
+def cmd_leaderboard(args: argparse.Namespace) -> int:
+    from lynn.eval.leaderboard import write_leaderboard
+
+    if not Path(args.dir).is_dir():
+        raise UsageError(f"no results folder {args.dir}")
+    rows, paths = write_leaderboard(args.dir, args.html)
+    if not rows:
+        raise UsageError(f"no episodes.jsonl under {args.dir}; run `lynn eval` first")
+    _print_rows(rows)
+    print(" ".join(f"{k}: {v}" for k, v in paths.items()))
+    return 0
+
+
+def cmd_suite(args: argparse.Namespace) -> int:
+    """The main job (``make run``): every registered env × its suite agents, then the leaderboard."""
+    from lynn.eval.leaderboard import write_leaderboard
+    from lynn.eval.runner import EvalConfig, evaluate
+    from lynn.registry import ENTRIES
+
+    entries = [e for e in ENTRIES if not args.env or e.id in args.env]
+    if not entries:
+        raise UsageError("no registered env matches --env")
+    for entry in entries:
+        for agent in entry.suite_agents:
+            evaluate(
+                EvalConfig(
+                    env_id=entry.id,
+                    agent=agent,
+                    episodes=args.episodes or entry.suite_episodes,
+                    seed=args.seed,
+                    workers=args.workers,
+                    out=args.out,
+                    env_kwargs=dict(entry.suite_kwargs),
+                    progress=not args.no_progress,
+                )
+            )
+    rows, paths = write_leaderboard(args.out)
+    _print_rows(rows)
+    print(" ".join(f"{k}: {v}" for k, v in paths.items()))
+    return 0
+
+
+# --- doctor -----------------------------------------------------------------------------------
+PY_DEPS = [
+    # (import name, extra that brings it)
+    ("gymnasium", "core"),
+    ("numpy", "core"),
+    ("rich", "core"),
+    ("matplotlib", "core"),
+    ("torch", "llm"),
+    ("transformers", "llm"),
+    ("stable_baselines3", "sb3"),
+    ("web3", "evm"),
+    ("eth_tester", "evm"),
+    ("playwright", "web"),
+    ("starlette", "web"),
+    ("ray", "ray"),
+    ("mabwiser", "coordination"),
+    ("vowpalwabbit", "coordination"),
+    ("pytest", "dev"),
+]
+
+
+def chromium_path() -> str | None:
+    """The chromium Lynn uses: ``LYNN_CHROMIUM`` if set, else ``chromium`` on PATH."""
+    env = os.environ.get("LYNN_CHROMIUM")
+    if env:
+        return env if Path(env).exists() else None
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def anvil_path() -> str | None:
+    """The anvil binary: ``LYNN_ANVIL``, the repo's ``node_modules``, or PATH."""
+    env = os.environ.get("LYNN_ANVIL")
+    if env:
+        return env if Path(env).exists() else None
+    local = REPO_ROOT / "node_modules" / ".bin" / "anvil"
+    if local.exists():
+        return str(local)
+    return shutil.which("anvil")
+
+
+def doctor_checks() -> list[tuple[str, bool, str]]:
+    """(what, ok, command that fixes it) for every piece Lynn can use."""
+    checks = []
+    pip = f"{sys.executable} -m pip install"
+    for name, extra in PY_DEPS:
+        ok = importlib.util.find_spec(name) is not None
+        fix = f"{pip} -e '.[{extra}]'" if extra != "core" else f"{pip} -e ."
+        if name == "torch":
+            fix = f"{pip} torch==2.13.0  # CPU build; an unpinned torch pulls CUDA"
+        checks.append((f"python: {name}", ok, fix))
+    checks.append(("chromium", chromium_path() is not None, "apt-get install -y chromium  (or set LYNN_CHROMIUM)"))
+    checks.append(("node", shutil.which("node") is not None, "apt-get install -y nodejs npm"))
+    checks.append(("anvil", anvil_path() is not None, f"cd {REPO_ROOT} && npm ci  (ships @foundry-rs/anvil)"))
+    return checks
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    missing = 0
+    for what, ok, fix in doctor_checks():
+        print(f"{'ok ' if ok else 'MISSING'}  {what}" + ("" if ok else f"\n         fix: {fix}"))
+        missing += not ok
+    print("all good" if not missing else f"{missing} missing; run the fix commands above (or `make test`)")
+    return 0 if not missing else 1
+
+
+# --- parser -----------------------------------------------------------------------------------
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="lynn", description="Lynn Gym: envs and agents for LLM-agent research")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("envs", help="list registered env ids")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_envs)
+
+    p = sub.add_parser("tasks", help="list an env's tasks")
+    p.add_argument("env_id")
+    p.add_argument("--split")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--env-arg", action="append", metavar="KEY=VALUE")
+    p.set_defaults(func=cmd_tasks)
+
+    p = sub.add_parser("eval", help="evaluate an agent on an env (resumable)")
+    p.add_argument("env_id")
+    p.add_argument("--agent", default="random")
+    p.add_argument("--episodes", type=int, help="episodes (default 10), or per task with --split/--tasks (default 1)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--out", default="results")
+    p.add_argument("--split", help="evaluate over the env's tasks of this split")
+    p.add_argument("--tasks", help="comma-separated task ids")
+    p.add_argument("--env-arg", action="append", metavar="KEY=VALUE", help="gym.make kwarg (JSON value)")
+    p.add_argument("--agent-arg", action="append", metavar="KEY=VALUE", help="agent kwarg (JSON value)")
+    p.add_argument("--max-steps", type=int)
+    p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("suite", help="the main job: evaluate the built-in agents on every env, print the leaderboard")
+    p.add_argument("--out", default="results")
+    p.add_argument("--env", action="append", help="only this env id (repeatable)")
+    p.add_argument("--episodes", type=int, help="override each env's episode budget")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--workers", type=int, default=1)
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=cmd_suite)
+
+    p = sub.add_parser("leaderboard", help="aggregate result folders into Markdown, HTML and PNG")
+    p.add_argument("dir")
+    p.add_argument("--html", help="where to write the HTML page (default DIR/leaderboard.html)")
+    p.set_defaults(func=cmd_leaderboard)
+
+    p = sub.add_parser("doctor", help="check dependencies and print the commands that fix what is missing")
+    p.set_defaults(func=cmd_doctor)
+
+    for target in EXTENSIONS:
+        module_name, _, attr = target.partition(":")
+        register: Callable[[Any], None] = getattr(importlib.import_module(module_name), attr)
+        register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from lynn.agents import UnknownAgentError
+    from lynn.eval.runner import EvalError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except (UsageError, EvalError, UnknownAgentError, FileNotFoundError) as exc:
+        print(f"lynn: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("lynn: interrupted; `lynn eval` resumes where it stopped", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,55 @@
+"""Every Lynn Gym env id, registered with Gymnasium.
+
+`import lynn` runs this module. Entry points are ``"module:Class"`` strings so that nothing heavy
+(torch, web3, playwright) is imported until an env is actually made.
+
+Each env also names, in :data:`SUITE`, the agents and episode budget that ``make run`` /
+``lynn suite`` puts on the leaderboard for it, and a one-line description for ``lynn envs``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+
+
+@dataclass(frozen=True)
+class EnvEntry:
+    """One registered env: the Gymnasium spec arguments plus what the suite runs on it."""
+
+    id: str
+    entry_point: str
+    description: str
+    max_episode_steps: int | None = None
+    nondeterministic: bool = False
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    # The leaderboard job (`lynn suite`, `make run`): agents and episodes on the embedded defaults.
+    suite_agents: tuple[str, ...] = ("random",)
+    suite_episodes: int = 10
+    suite_kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+ENTRIES: list[EnvEntry] = [
+]
+
+ENV_IDS: list[str] = [entry.id for entry in ENTRIES]
+SUITE: dict[str, EnvEntry] = {entry.id: entry for entry in ENTRIES}
+
+
+def register_envs() -> None:
+    """Register every entry with Gymnasium (idempotent: re-importing does not warn)."""
+    for entry in ENTRIES:
+        if entry.id in gym.registry:
+            continue
+        gym.register(
+            id=entry.id,
+            entry_point=entry.entry_point,
+            max_episode_steps=entry.max_episode_steps,
+            nondeterministic=entry.nondeterministic,
+            kwargs=dict(entry.kwargs),
+        )
+
+
+register_envs()
