@@ -203,7 +203,9 @@ def doctor_checks() -> list[tuple[str, bool, str]]:
         if name == "torch":
             fix = f"{pip} torch==2.13.0  # CPU build; an unpinned torch pulls CUDA"
         checks.append((f"python: {name}", ok, fix))
-    checks.append(("chromium", chromium_path() is not None, "apt-get install -y chromium  (or set LYNN_CHROMIUM)"))
+    checks.append(
+        ("chromium", chromium_path() is not None, "apt-get install -y chromium  (or set LYNN_CHROMIUM)")
+    )
     checks.append(("node", shutil.which("node") is not None, "apt-get install -y nodejs npm"))
     checks.append(("anvil", anvil_path() is not None, f"cd {REPO_ROOT} && npm ci  (ships @foundry-rs/anvil)"))
     return checks
@@ -220,7 +222,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 # --- parser -----------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="lynn", description="Lynn Gym: envs and agents for LLM-agent research")
+    parser = argparse.ArgumentParser(
+        prog="lynn", description="Lynn Gym: envs and agents for LLM-agent research"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("envs", help="list registered env ids")
@@ -237,7 +241,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("eval", help="evaluate an agent on an env (resumable)")
     p.add_argument("env_id")
     p.add_argument("--agent", default="random")
-    p.add_argument("--episodes", type=int, help="episodes (default 10), or per task with --split/--tasks (default 1)")
+    p.add_argument(
+        "--episodes", type=int, help="episodes (default 10), or per task with --split/--tasks (default 1)"
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--out", default="results")
@@ -250,7 +256,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_eval)
 
-    p = sub.add_parser("suite", help="the main job: evaluate the built-in agents on every env, print the leaderboard")
+    p = sub.add_parser(
+        "suite", help="the main job: evaluate the built-in agents on every env, print the leaderboard"
+    )
     p.add_argument("--out", default="results")
     p.add_argument("--env", action="append", help="only this env id (repeatable)")
     p.add_argument("--episodes", type=int, help="override each env's episode budget")

@@ -31,8 +31,7 @@ class EnvEntry:
     suite_kwargs: dict[str, Any] = field(default_factory=dict)
 
 
-ENTRIES: list[EnvEntry] = [
-]
+ENTRIES: list[EnvEntry] = []
 
 ENV_IDS: list[str] = [entry.id for entry in ENTRIES]
 SUITE: dict[str, EnvEntry] = {entry.id: entry for entry in ENTRIES}

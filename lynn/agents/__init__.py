@@ -11,7 +11,15 @@ from typing import Any
 
 import gymnasium as gym
 
-__all__ = ["AGENTS", "ENV_AGENTS", "Agent", "UnknownAgentError", "available_agents", "make_agent", "resolve_agent"]
+__all__ = [
+    "AGENTS",
+    "ENV_AGENTS",
+    "Agent",
+    "UnknownAgentError",
+    "available_agents",
+    "make_agent",
+    "resolve_agent",
+]
 
 
 class Agent:

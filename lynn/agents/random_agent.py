@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import gymnasium as gym
@@ -20,7 +21,8 @@ class RandomAgent(Agent):
 
     def __init__(self, env: gym.Env, **kwargs: Any) -> None:
         super().__init__(env, **kwargs)
-        self.action_space = env.action_space
+        # Its own copy: seeding must not reset the RNG of the env's (shared) space.
+        self.action_space = copy.deepcopy(env.action_space)
 
     def reset(self, seed: int | None = None) -> None:
         self.action_space.seed(seed)

@@ -42,7 +42,7 @@ def collect(root: str | Path) -> list[Row]:
     groups: dict[tuple[str, str, str], dict[tuple[Any, ...], dict[str, Any]]] = defaultdict(dict)
     for path in sorted(root.rglob(RESULT_FILE)):
         for rec in read_records(path):
-            key = (rec["env_id"].removeprefix("lynn:"), rec.get("split") or "all", rec["agent"])
+            key = (rec["env_id"], rec.get("split") or "all", rec["agent"])
             # The same episode found twice (copied folders) counts once.
             groups[key][(rec["episode"], rec["seed"], rec.get("task_id"))] = rec
     rows = []
@@ -139,7 +139,9 @@ def to_html(rows: list[Row], png: bytes | None = None, title: str = "Lynn Gym le
     )
     img = ""
     if png:
-        img = f'<img alt="success rate by agent" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
+        img = (
+            f'<img alt="success rate by agent" src="data:image/png;base64,{base64.b64encode(png).decode()}">'
+        )
     return f"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>body{{font-family:system-ui,sans-serif;margin:2rem;color:#222}}table{{border-collapse:collapse}}
@@ -152,7 +154,9 @@ th,td{{border:1px solid #ccc;padding:4px 10px;text-align:left}}th{{background:#f
 """
 
 
-def write_leaderboard(root: str | Path, html_path: str | Path | None = None) -> tuple[list[Row], dict[str, Path]]:
+def write_leaderboard(
+    root: str | Path, html_path: str | Path | None = None
+) -> tuple[list[Row], dict[str, Path]]:
     """Write ``leaderboard.md``, ``leaderboard.png`` and the HTML page (default inside ``root``)."""
     root = Path(root)
     rows = collect(root)

@@ -2,7 +2,9 @@
 
 Each finished episode is appended to ``episodes.jsonl`` as one JSON line, so a run that is
 interrupted resumes where it stopped; ``summary.json`` is rewritten at the end. Episode ``i`` always
-uses seed ``seed + i`` for both env and agent, so results do not depend on ``workers``.
+resets the env with seed ``seed + i`` and the agent with :func:`agent_seed` of it, so results do not
+depend on ``workers``. The agent's seed is derived, not equal: the same seed would give an agent the
+env's own random stream (a random agent would "guess" every hidden value).
 """
 
 from __future__ import annotations
@@ -96,7 +98,7 @@ def slug(text: str) -> str:
 def run_dir(cfg: EvalConfig) -> Path:
     """Where ``cfg``'s results live."""
     name = slug(cfg.agent) + (f"__{slug(cfg.split)}" if cfg.split else "")
-    return Path(cfg.out) / slug(cfg.env_id.removeprefix("lynn:")) / name
+    return Path(cfg.out) / slug(bare_id(cfg.env_id)) / name
 
 
 def env_class(env_id: str) -> type[gym.Env]:
@@ -110,11 +112,24 @@ def env_class(env_id: str) -> type[gym.Env]:
     return getattr(module, attr)
 
 
+def bare_id(env_id: str) -> str:
+    """``env_id`` without a ``module:`` prefix (``lynn:Lynn/X-v0`` -> ``Lynn/X-v0``)."""
+    return env_id.rpartition(":")[2]
+
+
 def _spec(env_id: str) -> gym.envs.registration.EnvSpec:
+    import importlib
+
     import lynn  # noqa: F401  (registers the ids)
 
+    module = env_id.rpartition(":")[0]
+    if module:
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            raise EvalError(f"env id {env_id!r}: cannot import {module!r} ({exc})") from exc
     try:
-        return gym.spec(env_id.removeprefix("lynn:"))
+        return gym.spec(bare_id(env_id))
     except gym.error.Error as exc:
         import lynn.registry
 
@@ -162,6 +177,13 @@ def plan(cfg: EvalConfig) -> list[EpisodeSpec]:
     return specs
 
 
+def agent_seed(env_seed: int) -> int:
+    """The agent's seed for an episode whose env seed is ``env_seed`` (independent stream)."""
+    import numpy as np
+
+    return int(np.random.SeedSequence(entropy=env_seed, spawn_key=(1,)).generate_state(1)[0])
+
+
 def _error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}".strip()
 
@@ -189,7 +211,7 @@ class _Episodes:
 
     def run(self, spec: EpisodeSpec) -> dict[str, Any]:
         record: dict[str, Any] = {
-            "env_id": self.cfg.env_id,
+            "env_id": bare_id(self.cfg.env_id),
             "split": spec.split,
             "task_id": spec.task_id,
             "episode": spec.index,
@@ -210,7 +232,7 @@ class _Episodes:
             t = time.perf_counter()
             options = {"task_id": spec.task_id} if spec.task_id is not None else None
             obs, info = env.reset(seed=spec.seed, options=options)
-            agent.reset(seed=spec.seed)
+            agent.reset(seed=agent_seed(spec.seed))
             timings["reset_s"] = time.perf_counter() - t
             record["task_id"] = info.get("task_id", spec.task_id)
             total, steps, last_error = 0.0, 0, info.get("error")
@@ -306,7 +328,7 @@ def summarize(records: list[dict[str, Any]], cfg: EvalConfig | None = None) -> d
     mean_s, ci_s = mean_ci95(successes)
     first = records[0] if records else {}
     summary: dict[str, Any] = {
-        "env_id": cfg.env_id if cfg else first.get("env_id"),
+        "env_id": bare_id(cfg.env_id) if cfg else first.get("env_id"),
         "agent": cfg.agent if cfg else first.get("agent"),
         "split": cfg.split if cfg else first.get("split"),
         "seed": cfg.seed if cfg else None,
@@ -338,7 +360,9 @@ def evaluate(cfg: EvalConfig) -> dict[str, Any]:
     if config_path.exists():
         previous = json.loads(config_path.read_text())
         if previous != json.loads(json.dumps(cfg.identity())):
-            raise EvalError(f"{out} holds results of a different configuration; choose another --out or remove it")
+            raise EvalError(
+                f"{out} holds results of a different configuration; choose another --out or remove it"
+            )
     config_path.write_text(json.dumps(cfg.identity(), indent=2, sort_keys=True) + "\n")
 
     path = out / RESULT_FILE
@@ -350,7 +374,7 @@ def evaluate(cfg: EvalConfig) -> dict[str, Any]:
 
     if todo:
         try:  # fail fast on a bad agent name, before any env or worker starts
-            resolve_agent(cfg.agent, cfg.env_id.removeprefix("lynn:"))
+            resolve_agent(cfg.agent, bare_id(cfg.env_id))
         except UnknownAgentError as exc:
             raise EvalError(str(exc)) from exc
         results = _run_parallel(cfg, todo) if cfg.workers > 1 else _run_serial(cfg, todo)
@@ -392,7 +416,9 @@ class _Progress:
                 console=Console(stderr=True),
             )
             self.bar.start()
-            self.task = self.bar.add_task(self.label, total=self.total, completed=self.count, rate=self._rate())
+            self.task = self.bar.add_task(
+                self.label, total=self.total, completed=self.count, rate=self._rate()
+            )
         return self
 
     def _rate(self) -> str:
