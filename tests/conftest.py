@@ -45,3 +45,44 @@ def guess_id() -> str:
     import tests._envs  # noqa: F401
 
     return GUESS
+
+
+def _descendants(pid: int) -> list[tuple[int, str]]:
+    """(pid, command line) of every live descendant of ``pid`` (from /proc; zombies excluded)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if fields[0] == "Z":
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+    out, stack = [], list(children.get(pid, []))
+    while stack:
+        child = stack.pop()
+        try:
+            cmd = (Path("/proc") / str(child) / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        out.append((child, cmd.strip()))
+        stack.extend(children.get(child, []))
+    return out
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the run if any process the suite started (browser, node, server, worker) outlived it."""
+    import time
+
+    deadline = time.time() + 10
+    left = _descendants(os.getpid())
+    while left and time.time() < deadline:
+        time.sleep(0.5)
+        left = _descendants(os.getpid())
+    if left:
+        listing = "\n".join(f"  {pid}: {cmd[:160]}" for pid, cmd in left)
+        print(f"\nERROR: processes left behind by the test suite:\n{listing}", file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
