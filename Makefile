@@ -1,5 +1,8 @@
 # Lynn Gym — two commands: `make run` and `make test`. Both bootstrap everything they need.
 SHELL := /bin/bash
+.SHELLFLAGS := -eo pipefail -c
+# pip warns about every missing local index folder on this machine; hide that noise only.
+QUIET := 2>&1 | { grep -v '^WARNING: Location' || true; }
 PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -12,8 +15,8 @@ RESULTS ?= results
 # The venv: CPU torch first (an unpinned torch pulls a multi-GB CUDA build), then the package with every CPU extra.
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --disable-pip-version-check torch==2.13.0
-	$(BIN)/pip install -q --disable-pip-version-check -e '.[all]'
+	$(BIN)/pip install -q --disable-pip-version-check torch==2.13.0 $(QUIET)
+	$(BIN)/pip install -q --disable-pip-version-check -e '.[all]' $(QUIET)
 	@touch $(STAMP)
 
 venv: $(STAMP)
@@ -39,6 +42,10 @@ test: venv system
 
 bench: venv system
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+# Rebuild the EVMQuest contract artifacts (committed; the runtime needs no node) with the pinned solc-js.
+contracts: node
+	node lynn/envs/evmquest/contracts/build.js
 
 lint: venv
 	$(BIN)/ruff check lynn tests benchmarks examples
