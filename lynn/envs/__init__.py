@@ -1,0 +1,1 @@
+"""Lynn Gym environments, one sub-package per system."""
