@@ -1,0 +1,78 @@
+"""Small envs for the Echo wrapper tests (test fixtures, not part of the package)."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+
+class AnyText(spaces.Space[str]):
+    """A text space that accepts any Unicode string (no shared-memory layout, so it is pickled)."""
+
+    def __init__(self) -> None:
+        super().__init__(shape=None, dtype=None)
+
+    def sample(self, mask: Any = None, probability: Any = None) -> str:
+        return "".join(chr(int(c)) for c in self.np_random.integers(0x61, 0x7A, size=5))
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, str)
+
+    @property
+    def is_np_flattenable(self) -> bool:
+        return False
+
+
+class EchoTextEnv(gym.Env):
+    """Dict observation with a free-text part; the action is text that is echoed back."""
+
+    def __init__(self) -> None:
+        self.observation_space = spaces.Dict({"text": AnyText(), "step": spaces.Discrete(100)})
+        self.action_space = AnyText()
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        self.t = 0
+        return {"text": "héllo ✓", "step": 0}, {"task_id": "echo"}
+
+    def step(self, action: str):
+        self.t += 1
+        done = self.t >= 3
+        return (
+            {"text": f"you said {action}", "step": self.t},
+            float(len(action)),
+            done,
+            False,
+            {"task_id": "echo"},
+        )
+
+
+class DelayEnv(gym.Env):
+    """A counter env whose step sleeps ``delays[k]`` seconds (per env), to make stragglers."""
+
+    def __init__(self, delay: float = 0.0, die_at: int | None = None, episode: int = 5) -> None:
+        self.observation_space = spaces.Box(0, 1000, shape=(1,), dtype=np.float32)
+        self.action_space = spaces.Discrete(2)
+        self.delay = delay
+        self.die_at = die_at
+        self.episode = episode
+        self.total_steps = 0
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        self.t = 0
+        return np.zeros(1, np.float32), {"pid": os.getpid()}
+
+    def step(self, action: int):
+        time.sleep(self.delay)
+        self.t += 1
+        self.total_steps += 1
+        if self.die_at is not None and self.total_steps == self.die_at:
+            os._exit(3)  # a hard crash of the worker process (no exception, no cleanup)
+        done = self.t >= self.episode
+        return np.array([self.t], np.float32), 1.0, done, False, {"pid": os.getpid()}
