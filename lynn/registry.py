@@ -31,7 +31,16 @@ class EnvEntry:
     suite_kwargs: dict[str, Any] = field(default_factory=dict)
 
 
-ENTRIES: list[EnvEntry] = []
+ENTRIES: list[EnvEntry] = [
+    EnvEntry(
+        id="Lynn/Coordination-v0",
+        entry_point="lynn.envs.coordination.coordination_env:CoordinationEnv",
+        description="route a stream of subtasks to a pool of LLM workers (Symphony-Coord contextual bandit)",
+        max_episode_steps=1000,
+        suite_agents=("random", "round-robin", "static", "epsilon-greedy", "thompson", "linucb", "oracle"),
+        suite_episodes=5,
+    ),
+]
 
 ENV_IDS: list[str] = [entry.id for entry in ENTRIES]
 SUITE: dict[str, EnvEntry] = {entry.id: entry for entry in ENTRIES}

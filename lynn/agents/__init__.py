@@ -59,8 +59,15 @@ class Agent:
 # Name -> "module:Class". Env-specific names (an env's own oracle) go in ENV_AGENTS and win.
 AGENTS: dict[str, str] = {
     "random": "lynn.agents.random_agent:RandomAgent",
+    "linucb": "lynn.agents.linucb:LinUCBAgent",
+    "round-robin": "lynn.agents.bandits:RoundRobinAgent",
+    "static": "lynn.agents.bandits:StaticRuleAgent",
+    "epsilon-greedy": "lynn.agents.bandits:EpsilonGreedyAgent",
+    "thompson": "lynn.agents.bandits:ThompsonAgent",
 }
-ENV_AGENTS: dict[str, dict[str, str]] = {}
+ENV_AGENTS: dict[str, dict[str, str]] = {
+    "Lynn/Coordination-v0": {"oracle": "lynn.agents.bandits:OracleRouter"},
+}
 
 
 class UnknownAgentError(ValueError):
