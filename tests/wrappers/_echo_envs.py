@@ -76,3 +76,45 @@ class DelayEnv(gym.Env):
             os._exit(3)  # a hard crash of the worker process (no exception, no cleanup)
         done = self.t >= self.episode
         return np.array([self.t], np.float32), 1.0, done, False, {"pid": os.getpid()}
+
+
+class SleepWorker:
+    """A rollout worker whose rollouts take ``rollout_s`` (longer for higher indices when skewed)."""
+
+    def __init__(self, index: int, rollout_s: float = 0.02, skew: float = 0.0) -> None:
+        self.index = index
+        self.rollout_s = rollout_s * (1.0 + skew * index)
+        self.weights: dict[str, int] | None = None
+
+    def set_weights(self, weights: dict[str, int]) -> None:
+        self.weights = weights
+
+    def rollout(self, seed: int) -> dict[str, int]:
+        time.sleep(self.rollout_s)
+        assert self.weights is not None, "rollout before any weights"
+        return {"seed": seed, "weights_version": self.weights["version"], "worker": self.index}
+
+
+class VersionLearner:
+    """Counts updates; its weights carry their own version so tests can check what workers used."""
+
+    def __init__(self, train_s: float = 0.01) -> None:
+        self.version = 0
+        self.train_s = train_s
+        self.seen: list[tuple[int, int]] = []  # (step, weights version the rollout was made with)
+        self.on_update: Any = None  # called with the step number (fault injection in tests)
+
+    def get_weights(self) -> dict[str, int]:
+        return {"version": self.version}
+
+    def update(self, batch: list[dict[str, int]]) -> dict[str, float]:
+        time.sleep(self.train_s)
+        self.seen += [(self.version, r["weights_version"]) for r in batch]
+        self.version += 1
+        if self.on_update is not None:
+            self.on_update(self.version)
+        return {"batch": float(len(batch))}
+
+
+def make_sleep_worker(index: int) -> SleepWorker:
+    return SleepWorker(index, rollout_s=0.02, skew=0.5)

@@ -1,0 +1,182 @@
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lynn.wrappers.echo.capacity import (
+    WorkerSpec,
+    cheapest_workers,
+    max_rollout_seconds,
+    predicted_utilisation,
+    predicted_utilisation_pull,
+    required_throughput,
+)
+from lynn.wrappers.echo.core import Coordinator, SimWorker, simulate
+
+speeds = st.lists(st.floats(0.05, 2.0), min_size=1, max_size=6)
+
+
+def _accounting(stats, coord) -> None:
+    # Every dispatched rollout ends exactly one way: consumed, dropped stale, left in the buffer,
+    # still in flight at the end, or lost with a crashed worker.
+    assert stats.rollouts_dispatched == (
+        stats.rollouts_consumed + stats.dropped_stale + stats.leftover + stats.abandoned + stats.lost
+    )
+    ids = [rid for rid, _, _ in coord.consumed]
+    assert len(ids) == len(set(ids))  # consumed at most once
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    speeds=speeds,
+    jitter=st.lists(st.floats(0.2, 5.0), min_size=1, max_size=10),
+    staleness=st.integers(0, 5),
+    kappa_frac=st.floats(0, 1),
+    r=st.integers(1, 6),
+    train=st.floats(0.05, 1.0),
+    bcast=st.floats(0.0, 0.5),
+)
+def test_push_pull_staleness_bound_and_no_loss_without_crash(
+    speeds, jitter, staleness, kappa_frac, r, train, bcast
+):
+    kappa = 1 + int(kappa_frac * staleness)
+    workers = [SimWorker(lambda k, s=s: s * jitter[k % len(jitter)]) for s in speeds]
+    stats, coord = simulate(
+        "push_pull",
+        workers,
+        rollouts_per_update=r,
+        updates=25,
+        staleness=staleness,
+        kappa=kappa,
+        train_s=train,
+        bcast_s=bcast,
+        max_time=1e5,
+    )
+    assert all(step - version <= staleness for _, version, step in coord.consumed)
+    assert max(stats.staleness_hist, default=0) <= staleness
+    assert stats.lost == 0
+    _accounting(stats, coord)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    speeds=speeds,
+    crashes=st.lists(st.tuples(st.integers(0, 5), st.floats(0.0, 30.0)), max_size=8),
+    r=st.integers(1, 5),
+    restart=st.floats(0.0, 3.0),
+    mode=st.sampled_from(["pull", "push_pull"]),
+)
+def test_crashes_lose_only_work_in_flight(speeds, crashes, r, restart, mode):
+    workers = [
+        SimWorker(s, crash_at=[t for w, t in crashes if w == i], restart_s=restart)
+        for i, s in enumerate(speeds)
+    ]
+    stats, coord = simulate(
+        mode,
+        workers,
+        rollouts_per_update=r,
+        updates=15,
+        staleness=2,
+        kappa=2,
+        train_s=0.3,
+        bcast_s=0.1,
+        max_time=1e5,
+    )
+    _accounting(stats, coord)
+    assert stats.lost <= stats.worker_restarts <= len(crashes)
+    assert stats.updates == 15  # the run finishes despite the crashes
+    if mode == "pull":
+        assert all(step == version for _, version, step in coord.consumed)  # on-policy
+
+
+@settings(max_examples=40, deadline=None)
+@given(speeds=speeds, r=st.integers(1, 6), bcast=st.floats(0.0, 0.5))
+def test_pull_mode_is_on_policy_and_wastes_nothing(speeds, r, bcast):
+    stats, coord = simulate(
+        "pull", [SimWorker(s) for s in speeds], rollouts_per_update=r, updates=60, bcast_s=bcast
+    )
+    assert set(stats.staleness_hist) == {0}
+    assert stats.dropped_stale == 0 and stats.rollouts_consumed == 60 * r
+    # Measured from the first update, so one generation phase fewer than updates: within 2%.
+    pred = predicted_utilisation_pull([1 / s for s in speeds], 1.0, bcast, r)
+    assert stats.utilisation == pytest.approx(pred, abs=0.02)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    n=st.integers(1, 12),
+    rollout_s=st.floats(0.1, 0.5),
+    r=st.integers(2, 8),
+    kappa=st.integers(1, 3),
+    bcast=st.floats(0.0, 0.2),
+)
+def test_capacity_rule_predicts_simulated_utilisation(n, rollout_s, r, kappa, bcast):
+    train = 0.3
+    # Pick S so that condition (3) holds; then equation (2) must match the simulator.
+    staleness = kappa - 1 + int((bcast + 2 * rollout_s) / train) + 1
+    stats, _ = simulate(
+        "push_pull",
+        [SimWorker(rollout_s)] * n,
+        rollouts_per_update=r,
+        updates=100,
+        staleness=staleness,
+        kappa=kappa,
+        train_s=train,
+        bcast_s=bcast,
+    )
+    pred = predicted_utilisation([1 / rollout_s] * n, train, bcast, r, kappa)
+    # A fluid model: exact away from the knee, up to ~0.1 optimistic right at it (discrete arrivals).
+    assert stats.utilisation == pytest.approx(pred, abs=0.1)
+
+
+def test_required_throughput_is_the_threshold_of_full_utilisation() -> None:
+    need = required_throughput(train_s=0.3, bcast_s=0.1, rollouts_per_update=4, kappa=2)
+    assert need == pytest.approx(2 * 4 / (0.6 - 0.1))
+    assert predicted_utilisation(need, 0.3, 0.1, 4, 2) == pytest.approx(1.0)
+    assert predicted_utilisation(need / 2, 0.3, 0.1, 4, 2) < 0.7
+    with pytest.raises(ValueError, match="T_bcast"):
+        required_throughput(train_s=0.1, bcast_s=0.5, rollouts_per_update=4, kappa=1)
+    assert max_rollout_seconds(0.3, 0.1, staleness=4, kappa=2) == pytest.approx((3 * 0.3 - 0.1) / 2)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.floats(0.5, 10.0), st.floats(0.1, 5.0)), min_size=1, max_size=7))
+def test_cheapest_workers_matches_brute_force(pool):
+    workers = [WorkerSpec(f"w{i}", mu, cost) for i, (mu, cost) in enumerate(pool)]
+    kw = dict(train_s=0.5, bcast_s=0.1, rollouts_per_update=4, kappa=2, staleness=10)
+    plan = cheapest_workers(workers, **kw)
+    need = plan.required_throughput
+    covering = [
+        c
+        for k in range(1, len(workers) + 1)
+        for c in itertools.combinations(workers, k)
+        if sum(w.throughput for w in c) >= need
+    ]
+    if not covering:
+        assert not plan.feasible and len(plan.workers) == len(workers)
+        return
+    best = min(sum(w.cost for w in c) for c in covering)
+    assert plan.feasible
+    assert plan.total_cost <= best * 1.01 + 1e-9  # discretisation may cost at most ~1%
+
+
+def test_cost_aware_activation_skips_workers_too_slow_for_the_staleness_bound() -> None:
+    fast = [WorkerSpec(f"gpu{i}", throughput=10.0, cost=3.0) for i in range(3)]
+    cheap = [WorkerSpec(f"cpu{i}", throughput=4.0, cost=1.0) for i in range(6)]
+    slow = [WorkerSpec("edge", throughput=0.2, cost=0.01)]  # 5 s rollouts: always stale
+    plan = cheapest_workers(
+        fast + cheap + slow, train_s=0.5, bcast_s=0.2, rollouts_per_update=8, kappa=2, staleness=3
+    )
+    assert plan.feasible and slow[0] in plan.excluded_too_slow and slow[0] not in plan.workers
+    assert plan.total_throughput >= plan.required_throughput
+    assert plan.total_cost <= 6.0  # the 6 cheap workers (24/s) beat any mix with a 3.0 worker
+
+
+def test_coordinator_rejects_a_publication_period_longer_than_the_staleness_allows() -> None:
+    with pytest.raises(ValueError, match="kappa"):
+        Coordinator("push_pull", 4, staleness=1, kappa=3)
+    with pytest.raises(ValueError, match="mode"):
+        Coordinator("async", 4)
