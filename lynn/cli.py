@@ -84,6 +84,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         agent_kwargs=_parse_kv(args.agent_arg, "--agent-arg"),
         max_steps=args.max_steps,
         progress=not args.no_progress,
+        backend=args.backend,
+        address=args.address,
     )
     summary = evaluate(cfg)
     if args.json:
@@ -254,6 +256,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-steps", type=int)
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument("--backend", choices=("local", "ray"), default="local", help="ray: episodes on Ray actors")
+    p.add_argument("--address", help="Ray cluster to join, HOST:PORT (with --backend ray)")
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser(

@@ -51,6 +51,9 @@ class EvalConfig:
         agent_kwargs: passed to the agent's constructor.
         max_steps: safety cap on steps per episode on top of the env's own limit.
         progress: show a progress bar (on stderr).
+        backend: ``local`` (this machine: in-process or ``workers`` processes) or ``ray``
+            (``workers`` Ray actors, on a cluster with ``address``); never changes the results.
+        address: Ray cluster to join (``HOST:PORT``); default: start a local Ray.
     """
 
     env_id: str
@@ -65,6 +68,8 @@ class EvalConfig:
     agent_kwargs: dict[str, Any] = field(default_factory=dict)
     max_steps: int | None = None
     progress: bool = True
+    backend: str = "local"
+    address: str | None = None
 
     def identity(self) -> dict[str, Any]:
         """The fields that define the results; a resumed run must match them."""
@@ -295,6 +300,63 @@ def _run_parallel(cfg: EvalConfig, todo: list[EpisodeSpec]) -> Iterator[dict[str
                 yield fut.result()
 
 
+class _RayEpisodes:
+    """Ray actor body: one ``_Episodes`` per actor (wrapped with ``ray.remote`` when used)."""
+
+    def __init__(self, cfg: EvalConfig) -> None:
+        _worker_init(cfg)
+
+    def run(self, spec: EpisodeSpec) -> dict[str, Any]:
+        return _worker_run(spec)
+
+
+def _run_ray(cfg: EvalConfig, todo: list[EpisodeSpec]) -> Iterator[dict[str, Any]]:
+    import ray
+
+    from lynn.wrappers.echo.actor_learner import ray_init
+
+    started = ray_init(cfg.address)
+    actor_cls = ray.remote(_RayEpisodes).options(num_cpus=1)
+    actors = [actor_cls.remote(cfg) for _ in range(min(cfg.workers, len(todo)))]
+    queue = list(reversed(todo))
+    running: dict[Any, tuple[int, EpisodeSpec]] = {}
+    try:
+        for k in range(len(actors)):
+            if queue:
+                spec = queue.pop()
+                running[actors[k].run.remote(spec)] = (k, spec)
+        while running:
+            done, _ = ray.wait(list(running), num_returns=1)
+            k, spec = running.pop(done[0])
+            try:
+                yield ray.get(done[0])
+            except ray.exceptions.RayActorError as exc:  # a lost node/actor is a result, like a crash
+                actors[k] = actor_cls.remote(cfg)
+                yield {
+                    "env_id": bare_id(cfg.env_id),
+                    "split": spec.split,
+                    "task_id": spec.task_id,
+                    "episode": spec.index,
+                    "seed": spec.seed,
+                    "agent": cfg.agent,
+                    "reward": 0.0,
+                    "success": False,
+                    "steps": 0,
+                    "error": _error_text(exc),
+                    "step_errors": 0,
+                    "traceback": str(exc)[:2000],
+                    "timings": {"total_s": 0.0},
+                }
+            if queue:
+                spec = queue.pop()
+                running[actors[k].run.remote(spec)] = (k, spec)
+    finally:
+        for actor in actors:
+            ray.kill(actor)
+        if started:
+            ray.shutdown()
+
+
 def _run_serial(cfg: EvalConfig, todo: list[EpisodeSpec]) -> Iterator[dict[str, Any]]:
     runner = _Episodes(cfg)
     try:
@@ -348,6 +410,10 @@ def evaluate(cfg: EvalConfig) -> dict[str, Any]:
     """Run (or resume) ``cfg``; return the summary (also written to ``summary.json``)."""
     from lynn.agents import UnknownAgentError, resolve_agent
 
+    if cfg.backend not in ("local", "ray"):
+        raise EvalError(f"--backend must be local or ray, got {cfg.backend!r}")
+    if cfg.address and cfg.backend != "ray":
+        raise EvalError("--address needs --backend ray")
     if cfg.workers < 1:
         raise EvalError("--workers must be at least 1")
     if cfg.episodes is not None and cfg.episodes < 1:
@@ -377,7 +443,10 @@ def evaluate(cfg: EvalConfig) -> dict[str, Any]:
             resolve_agent(cfg.agent, bare_id(cfg.env_id))
         except UnknownAgentError as exc:
             raise EvalError(str(exc)) from exc
-        results = _run_parallel(cfg, todo) if cfg.workers > 1 else _run_serial(cfg, todo)
+        if cfg.backend == "ray":
+            results = _run_ray(cfg, todo)
+        else:
+            results = _run_parallel(cfg, todo) if cfg.workers > 1 else _run_serial(cfg, todo)
         with path.open("a", encoding="utf-8") as fh, _Progress(cfg, len(specs), records) as bar:
             for rec in results:
                 fh.write(json.dumps(rec, sort_keys=True) + "\n")
