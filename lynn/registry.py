@@ -40,6 +40,15 @@ ENTRIES: list[EnvEntry] = [
         suite_agents=("random", "round-robin", "static", "epsilon-greedy", "thompson", "linucb", "oracle"),
         suite_episodes=5,
     ),
+    EnvEntry(
+        id="Lynn/EVMQuest-v0",
+        entry_point="lynn.envs.evmquest.evmquest_env:EVMQuestEnv",
+        description="natural-language transaction tasks on a real EVM chain, scripts sandboxed (EVM-QuestBench)",
+        max_episode_steps=20,
+        suite_agents=("random", "oracle"),
+        suite_episodes=12,
+        suite_kwargs={"split": "atomic"},
+    ),
 ]
 
 ENV_IDS: list[str] = [entry.id for entry in ENTRIES]

@@ -67,6 +67,7 @@ AGENTS: dict[str, str] = {
 }
 ENV_AGENTS: dict[str, dict[str, str]] = {
     "Lynn/Coordination-v0": {"oracle": "lynn.agents.bandits:OracleRouter"},
+    "Lynn/EVMQuest-v0": {"oracle": "lynn.envs.evmquest.oracle:EVMQuestOracle"},
 }
 
 

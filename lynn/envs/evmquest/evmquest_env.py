@@ -1,0 +1,585 @@
+"""Lynn/EVMQuest-v0: natural-language transaction tasks on a real EVM chain (EVM-QuestBench)."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from lynn.envs.evmquest.spec import SPLITS, TaskInstance, TaskSpec, instantiate, load_specs
+
+ACTION_MODES = ("script", "tx")
+MAX_TEXT = 200_000
+
+
+class UnicodeText(spaces.Space[str]):
+    """A text space that contains any Unicode string (up to ``max_length``) and samples one."""
+
+    def __init__(self, max_length: int = MAX_TEXT, seed: int | None = None) -> None:
+        super().__init__(shape=None, dtype=None, seed=seed)
+        self.max_length = max_length
+
+    def sample(self, mask: Any = None, probability: Any = None) -> str:
+        length = int(self.np_random.integers(0, 64))
+        return "".join(chr(int(c)) for c in self.np_random.integers(32, 0x2FFF, size=length))
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, str) and len(x) <= self.max_length
+
+    @property
+    def is_np_flattenable(self) -> bool:
+        return False
+
+    def __repr__(self) -> str:
+        return f"UnicodeText(max_length={self.max_length})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, UnicodeText) and other.max_length == self.max_length
+
+
+def implemented_specs(split: str | None = None) -> list[TaskSpec]:
+    """Task specs that have a validator and an oracle, optionally of one split."""
+    from lynn.envs.evmquest.logic import LOGIC
+
+    if split not in (None, *SPLITS):
+        raise ValueError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
+    return [s for s in load_specs().values() if s.task_id in LOGIC and split in (None, "all", s.split)]
+
+
+class EVMQuestEnv(gym.Env[dict[str, Any], str]):
+    """
+    ## Description
+    EVM-QuestBench as a Gymnasium env. Each episode is one task instance: a natural-language
+    instruction ("Send 0.042 BNB to 0x…", "Swap 12.5 USDT for BUSD on PancakeSwap V2", "How many
+    CAKE are waiting to be harvested?") rendered from one of the task's templates with freshly
+    drawn parameters. The chain is real: OpenZeppelin tokens, WETH9, Uniswap V2 (named
+    PancakeSwap under the ``bsc`` profile), staking pools and small helper contracts, deployed
+    once and restored from a snapshot at every reset.
+
+    ## Action Space
+    Text (any Unicode). ``action_mode="script"``: Python source defining
+    ``execute_skill(w3, agent_address, contracts)`` that returns an unsigned transaction dict
+    (``to``, ``data``, ``value``; optional ``gas`` and fee fields) or ``{"query_result": value}``.
+    It runs in a contained sandbox worker and reaches the chain only through a read-only
+    JSON-RPC proxy (``eth_signTypedData_v4`` is signed by the env for the agent's own address).
+    ``action_mode="tx"``: the same as JSON — ``{"to", "data", "value"}``, ``{"contract",
+    "function", "args", "value"}``, or ``{"query_result": ...}``. In both modes ``{"done": true}``
+    ends a composite task.
+
+    ## Observation Space
+    Dict: ``instruction`` (text), ``prompt`` (a complete LLM prompt: role, chain, contracts and
+    their functions, the script contract, the task), ``agent_address`` (text), ``contracts``
+    (Dict name -> address text), ``chain_id`` and ``step`` (int64 scalars), ``last_result`` (text:
+    receipt summary, query echo or error).
+
+    ## Rewards
+    0 until the episode ends, then ``score / 100`` where ``score`` is the sum of the weights of
+    the validator's passing checks (``info["checks"]``). Composite tasks multiply by the
+    step-efficiency factor ``min(1, optimal_steps / steps)``.
+
+    ## Episode End
+    Atomic tasks end after the first successful transaction or answer, or after 3 attempts.
+    Composite tasks end on ``{"done": true}`` or after ``2 × optimal_steps`` steps.
+    ``info["success"]``: atomic — every check passed; composite — final score ≥ 60.
+
+    ## Arguments
+    ``task`` (id or list of ids; default all of ``split``), ``split`` (``"atomic"``,
+    ``"composite"``, ``"all"``), ``chain`` (``"bsc"`` or ``"ethereum"`` profile), ``backend``
+    (``"embedded"``, ``"anvil"``, ``"rpc"``), ``rpc_url``, ``fork_url`` (anvil forks it),
+    ``action_mode`` (``"script"``, ``"tx"``), ``script_timeout_s`` (wall limit per script).
+
+    ## Version History
+    * v0: initial release.
+    """
+
+    metadata = {"render_modes": ["ansi"]}
+
+    def __init__(
+        self,
+        task: str | list[str] | None = None,
+        split: str = "atomic",
+        chain: str = "bsc",
+        backend: str = "embedded",
+        action_mode: str = "script",
+        rpc_url: str | None = None,
+        fork_url: str | None = None,
+        script_timeout_s: float = 10.0,
+        render_mode: str | None = None,
+    ) -> None:
+        from lynn.envs.evmquest.world import PROFILES, role_names
+
+        if chain not in PROFILES:
+            raise ValueError(f"unknown chain profile {chain!r}; choose one of {', '.join(PROFILES)}")
+        if action_mode not in ACTION_MODES:
+            raise ValueError(f"unknown action_mode {action_mode!r}; choose one of {', '.join(ACTION_MODES)}")
+        if backend not in ("embedded", "anvil", "rpc"):
+            raise ValueError(f"unknown backend {backend!r}; choose one of embedded, anvil, rpc")
+        specs = {s.task_id: s for s in implemented_specs(split)}
+        if task is not None:
+            wanted = [task] if isinstance(task, str) else list(task)
+            all_specs = {s.task_id: s for s in implemented_specs("all")}
+            unknown = [t for t in wanted if t not in all_specs]
+            if unknown:
+                raise ValueError(
+                    f"unknown or unimplemented task(s) {unknown}; see `lynn tasks Lynn/EVMQuest-v0`"
+                )
+            specs = {t: all_specs[t] for t in wanted}
+        if not specs:
+            raise ValueError(f"no implemented task in split {split!r}")
+        self.specs = specs
+        self.profile = PROFILES[chain]
+        self.backend_name = backend
+        self.rpc_url = rpc_url
+        self.fork_url = fork_url
+        self.action_mode = action_mode
+        self.script_timeout_s = script_timeout_s
+        self.render_mode = render_mode
+        self.names = role_names(self.profile)
+        self.action_space = UnicodeText()
+        self.observation_space = spaces.Dict(
+            {
+                "instruction": UnicodeText(),
+                "prompt": UnicodeText(),
+                "agent_address": UnicodeText(64),
+                "contracts": spaces.Dict({name: UnicodeText(64) for name in sorted(self.names.values())}),
+                "chain_id": spaces.Box(0, np.iinfo(np.int64).max, shape=(), dtype=np.int64),
+                "step": spaces.Box(0, 1_000, shape=(), dtype=np.int64),
+                "last_result": UnicodeText(),
+            }
+        )
+        self.chain: Any = None
+        self.world: Any = None
+        self.sandbox: Any = None
+        self._snapshot: Any = None
+        self.instance: TaskInstance | None = None
+        self._reset_state()
+
+    # ------------------------------------------------------------------ set-up
+    def _reset_state(self) -> None:
+        self.steps = 0
+        self.done = False
+        self.txs: list[Any] = []
+        self.answers: list[Any] = []
+        self.before: dict[str, Any] = {}
+        self.last_result = ""
+
+    def _ensure_chain(self) -> None:
+        if self.world is not None:
+            return
+        from lynn.envs.evmquest.chain import make_chain
+        from lynn.envs.evmquest.world import deploy_world
+
+        self.chain = make_chain(
+            self.backend_name, self.profile.chain_id, rpc_url=self.rpc_url, fork_url=self.fork_url
+        )
+        self.world = deploy_world(self.chain, self.profile)
+        self._snapshot = self.chain.snapshot()
+
+    def _ensure_sandbox(self) -> Any:
+        if self.sandbox is None:
+            from lynn.envs.evmquest.sandbox import Sandbox, SandboxLimits
+
+            self.sandbox = Sandbox(SandboxLimits(wall_s=self.script_timeout_s))
+        return self.sandbox
+
+    @classmethod
+    def list_tasks(cls, split: str | None = None, **env_kwargs: Any) -> list[dict[str, Any]]:
+        """Implemented tasks (``task_id``, ``split``, ``description``, ``category``, ``optimal_steps``)."""
+        return [
+            {
+                "task_id": s.task_id,
+                "split": s.split,
+                "description": s.description,
+                "category": s.category,
+                "optimal_steps": s.optimal_steps,
+            }
+            for s in implemented_specs(split)
+        ]
+
+    @property
+    def agent_address(self) -> str:
+        from lynn.envs.evmquest.world import AGENT
+
+        return AGENT.address
+
+    # ------------------------------------------------------------------ gym API
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        super().reset(seed=seed)
+        from lynn.envs.evmquest.logic import LOGIC
+        from lynn.envs.evmquest.world import FRIEND
+
+        t0 = time.perf_counter()
+        self._ensure_chain()
+        t_chain = time.perf_counter()
+        options = options or {}
+        task_id = options.get("task_id")
+        if task_id is None:
+            ids = sorted(self.specs)
+            task_id = ids[int(self.np_random.integers(len(ids)))]
+        elif task_id not in self.specs:
+            all_specs = {s.task_id: s for s in implemented_specs("all")}
+            if task_id not in all_specs:
+                raise ValueError(f"unknown or unimplemented task_id {task_id!r}")
+            self.specs[task_id] = all_specs[task_id]
+        spec = self.specs[task_id]
+        self._snapshot = self.chain.revert(self._snapshot)
+        self.world.forget_nonces()
+        self._reset_state()
+        globals_ = {"native": self.profile.native, "wrapped": self.profile.wrapped, "dex": self.profile.dex}
+        self.instance = instantiate(
+            spec,
+            self.np_random,
+            self.agent_address,
+            self.names,
+            globals_,
+            {"agent": self.agent_address, "friend": FRIEND.address},
+        )
+        logic = LOGIC[task_id]
+        logic.setup(self.world, self.instance.params)
+        self.world.forget_nonces()
+        self.before = logic.measure(self.world, self.instance.params)
+        t_end = time.perf_counter()
+        info = {
+            "task_id": task_id,
+            "split": spec.split,
+            "error": None,
+            "timings": {"revert_s": t_chain - t0, "setup_s": t_end - t_chain, "reset_s": t_end - t0},
+        }
+        return self._obs(), info
+
+    def step(self, action: str) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+        if self.instance is None:
+            raise RuntimeError("call reset() before step()")
+        if self.done:
+            return (
+                self._obs(),
+                0.0,
+                True,
+                False,
+                {"task_id": self.instance.task_id, "error": "episode is over; call reset()", "timings": {}},
+            )
+        spec = self.instance.spec
+        timings: dict[str, float] = {}
+        self.steps += 1
+        error: str | None = None
+        outcome: str = "none"
+        value, error, script_info = self._run_action(action, timings)
+        if error is None:
+            outcome, error = self._apply(value, timings)
+        self.last_result = error if error else self._describe(outcome)
+        terminated = False
+        if spec.split == "atomic":
+            terminated = outcome in ("tx_ok", "answer") or self.steps >= spec.max_steps
+        else:
+            terminated = outcome == "done" or self.steps >= spec.max_steps
+        truncated = False
+        info: dict[str, Any] = {
+            "task_id": spec.task_id,
+            "error": error,
+            "outcome": outcome,
+            "attempt": self.steps,
+            **script_info,
+        }
+        reward = 0.0
+        if terminated:
+            t0 = time.perf_counter()
+            reward, score_info = self._score()
+            timings["validate_s"] = time.perf_counter() - t0
+            info.update(score_info)
+            self.done = True
+        info["timings"] = timings
+        return self._obs(), reward, terminated, truncated, info
+
+    # ------------------------------------------------------------------ actions
+    def _run_action(self, action: Any, timings: dict[str, float]) -> tuple[Any, str | None, dict[str, Any]]:
+        t0 = time.perf_counter()
+        if not isinstance(action, str):
+            return None, f"action must be a string, got {type(action).__name__}", {}
+        stripped = action.strip()
+        if stripped.startswith("{"):
+            try:
+                parsed = json.loads(stripped)
+                if isinstance(parsed, dict) and parsed.get("done") is True:
+                    return parsed, None, {}
+            except ValueError:
+                parsed = None
+            if self.action_mode == "tx":
+                if not isinstance(parsed, dict):
+                    return None, "tx action is not a JSON object", {}
+                timings["parse_s"] = time.perf_counter() - t0
+                return self._from_tx_json(parsed)
+        if self.action_mode == "tx":
+            return None, 'tx action must be a JSON object such as {"to": ..., "data": ..., "value": ...}', {}
+        if not stripped:
+            return None, "empty script", {}
+        result = self._ensure_sandbox().run(
+            action, self.agent_address, self.world.contracts, self._handle_rpc
+        )
+        timings["script_s"] = time.perf_counter() - t0
+        extra = {"script_stdout": result.stdout, "rpc_calls": result.rpc_calls}
+        if result.violations:
+            return (
+                None,
+                f"script used methods the read-only proxy refuses: {', '.join(result.violations)}",
+                extra,
+            )
+        if not result.ok:
+            return None, f"script failed: {result.error}", extra
+        return result.value, None, extra
+
+    def _from_tx_json(self, obj: dict[str, Any]) -> tuple[Any, str | None, dict[str, Any]]:
+        if "contract" not in obj:
+            return obj, None, {}
+        from lynn.envs.evmquest.world import ROLE_ARTIFACT, artifact
+
+        by_name = {name: role for role, name in self.names.items()}
+        role = by_name.get(str(obj["contract"]))
+        if role is None:
+            return None, f"unknown contract {obj['contract']!r}; known: {', '.join(sorted(by_name))}", {}
+        try:
+            contract = self.chain.w3.eth.contract(
+                address=self.world.addresses[role], abi=artifact(ROLE_ARTIFACT[role])["abi"]
+            )
+            data = contract.encode_abi(str(obj["function"]), args=list(obj.get("args", [])))
+        except Exception as exc:
+            return None, f"cannot encode {obj.get('function')!r} on {obj['contract']}: {exc}", {}
+        return {"to": self.world.addresses[role], "data": data, "value": obj.get("value", 0)}, None, {}
+
+    def _handle_rpc(self, method: str, params: list[Any]) -> Any:
+        from eth_account import Account
+
+        from lynn.envs.evmquest.world import AGENT
+
+        if method == "eth_accounts":
+            return [AGENT.address]
+        if method == "eth_signTypedData_v4":
+            if (
+                len(params) != 2
+                or not isinstance(params[0], str)
+                or params[0].lower() != AGENT.address.lower()
+            ):
+                raise PermissionError("eth_signTypedData_v4 signs only for the agent's own address")
+            typed = json.loads(params[1]) if isinstance(params[1], str) else params[1]
+            signed = Account.sign_typed_data(AGENT.key, full_message=typed)
+            return "0x" + bytes(signed.signature).hex()
+        return self.chain.raw_request(method, params)
+
+    def _apply(self, value: Any, timings: dict[str, float]) -> tuple[str, str | None]:
+        if not isinstance(value, dict):
+            return (
+                "none",
+                f"execute_skill must return a dict (transaction or {{'query_result': ...}}), got {type(value).__name__}",
+            )
+        if value.get("done") is True:
+            return "done", None
+        if "query_result" in value:
+            self.answers.append(value["query_result"])
+            return "answer", None
+        t0 = time.perf_counter()
+        record, error = self._send(value)
+        timings["chain_s"] = time.perf_counter() - t0
+        if error:
+            return "tx_error", error
+        self.txs.append(record)
+        return ("tx_ok" if record.status == 1 else "tx_reverted"), (
+            None if record.status == 1 else "transaction reverted"
+        )
+
+    def _send(self, tx: dict[str, Any]) -> tuple[Any, str | None]:
+        from eth_utils import is_address, to_checksum_address
+
+        from lynn.envs.evmquest.logic import TxRecord
+        from lynn.envs.evmquest.world import AGENT, MAX_FEE, PRIORITY_FEE
+
+        allowed = {
+            "to",
+            "data",
+            "input",
+            "value",
+            "gas",
+            "gasPrice",
+            "maxFeePerGas",
+            "maxPriorityFeePerGas",
+            "from",
+            "nonce",
+            "chainId",
+            "type",
+        }
+        unknown = set(tx) - allowed
+        if unknown:
+            return None, f"unknown transaction fields {sorted(unknown)}"
+        sender = tx.get("from")
+        if sender is not None and (not isinstance(sender, str) or sender.lower() != AGENT.address.lower()):
+            return (
+                None,
+                f"transaction 'from' {sender!r} is not the agent's address {AGENT.address}; only the agent's own transactions are signed",
+            )
+        to = tx.get("to")
+        if not isinstance(to, str) or not is_address(to):
+            return None, f"transaction 'to' must be an address, got {to!r}"
+        try:
+            value = _to_int(tx.get("value", 0))
+            data = tx.get("data", tx.get("input", "0x")) or "0x"
+            if isinstance(data, (bytes, bytearray)):
+                data = "0x" + bytes(data).hex()
+            if not isinstance(data, str) or not data.startswith("0x"):
+                raise ValueError("'data' must be 0x-prefixed hex")
+            bytes.fromhex(data[2:])
+            if value < 0:
+                raise ValueError("'value' is negative")
+        except (ValueError, TypeError) as exc:
+            return None, f"bad transaction: {exc}"
+        w3 = self.chain.w3
+        to = to_checksum_address(to)
+        base = {"from": AGENT.address, "to": to, "value": value, "data": data}
+        try:
+            if "gas" in tx:
+                gas = _to_int(tx["gas"])
+            else:
+                try:
+                    gas = int(w3.eth.estimate_gas(base) * 1.25) + 10_000
+                except Exception:
+                    gas = 1_000_000  # it will revert on chain; the receipt records the failure
+            full: dict[str, Any] = {
+                **base,
+                "gas": gas,
+                "chainId": self.chain.chain_id,
+                "nonce": w3.eth.get_transaction_count(AGENT.address),
+            }
+            full.pop("from")
+            if "gasPrice" in tx:
+                full["gasPrice"] = _to_int(tx["gasPrice"])
+            else:
+                full["maxFeePerGas"] = _to_int(tx.get("maxFeePerGas", MAX_FEE))
+                full["maxPriorityFeePerGas"] = _to_int(tx.get("maxPriorityFeePerGas", PRIORITY_FEE))
+            signed = AGENT.sign_transaction(full)
+            tx_hash = w3.eth.send_raw_transaction(signed.raw_transaction)
+            receipt = w3.eth.wait_for_transaction_receipt(tx_hash, timeout=30, poll_latency=0.01)
+        except Exception as exc:
+            return None, f"transaction not accepted: {str(exc)[:500]}"
+        fee = int(receipt["gasUsed"]) * int(receipt.get("effectiveGasPrice", full.get("gasPrice", 0)))
+        record = TxRecord(
+            to=to, data=data.lower(), value=value, status=int(receipt["status"]), gas_used=int(receipt["gasUsed"]),
+            fee=fee, tx_hash="0x" + bytes(tx_hash).hex(), logs=list(receipt.get("logs", [])),
+        )  # fmt: skip
+        return record, None
+
+    # ------------------------------------------------------------------ scoring
+    def _score(self) -> tuple[float, dict[str, Any]]:
+        from lynn.envs.evmquest.logic import LOGIC, Ctx
+
+        assert self.instance is not None
+        spec = self.instance.spec
+        logic = LOGIC[spec.task_id]
+        try:
+            after = logic.measure(self.world, self.instance.params)
+            ctx = Ctx(self.world, self.instance.params, self.before, after, self.txs, self.answers)
+            checks = logic.checks(ctx)
+        except Exception as exc:  # a validator must not take the env down
+            return 0.0, {"checks": [], "score": 0.0, "success": False, "error": f"validation failed: {exc}"}
+        base = float(sum(c.weight for c in checks if c.passed))
+        if spec.split == "atomic":
+            score = base
+            success = all(c.passed for c in checks)
+        else:
+            executed = max(1, sum(1 for _ in self.txs) + len(self.answers))
+            decay = min(1.0, spec.optimal_steps / executed) if (self.txs or self.answers) else 0.0
+            score = base * decay
+            success = score >= 60
+        return score / 100.0, {"checks": [c.as_dict() for c in checks], "score": score, "success": success}
+
+    # ------------------------------------------------------------------ observation
+    def _describe(self, outcome: str) -> str:
+        if outcome == "answer":
+            return f"answer recorded: {json.dumps(self.answers[-1], default=str)[:500]}"
+        if outcome in ("tx_ok", "tx_reverted"):
+            tx = self.txs[-1]
+            return f"transaction {tx.tx_hash} status={tx.status} gas_used={tx.gas_used}"
+        if outcome == "done":
+            return "done"
+        return ""
+
+    def prompt(self) -> str:
+        """A complete prompt for an LLM agent."""
+        from lynn.envs.evmquest.world import MAX_FEE, ROLE_ARTIFACT, artifact, function_summary
+
+        assert self.instance is not None
+        p = self.profile
+        lines = [
+            f"You are an agent operating an account on an EVM chain ({p.name} profile, chain id {p.chain_id}, "
+            f"native coin {p.native}, DEX {p.dex}).",
+            f"Your address: {self.agent_address}",
+            "",
+            "Contracts (name: address — functions):",
+        ]
+        for role, name in sorted(self.names.items(), key=lambda kv: kv[1]):
+            fns = function_summary(artifact(ROLE_ARTIFACT[role])["abi"])
+            shown = "; ".join(fns[:40])
+            lines.append(f"- {name}: {self.world.addresses[role]} — {shown}")
+        mode = (
+            "Reply with Python source defining execute_skill(w3, agent_address, contracts) -> dict. `w3` is a web3.py "
+            "Web3 connected through a read-only JSON-RPC proxy (eth_call, eth_getBalance, ...; eth_signTypedData_v4 "
+            "for your own address). Return an unsigned transaction {'to', 'data', 'value'} (the environment signs and "
+            "sends it; optional 'gas', 'maxFeePerGas') or {'query_result': value} for questions. No network, files or "
+            "subprocesses are available."
+            if self.action_mode == "script"
+            else "Reply with JSON: {'to', 'data', 'value'} or {'contract': name, 'function': fn, 'args': [...], 'value': wei} "
+            "or {'query_result': value}."
+        )
+        lines += [
+            "",
+            mode,
+            f"Default fees when omitted: maxFeePerGas {MAX_FEE // 10**9} gwei, priority 1 gwei. Token amounts use 18 decimals.",
+            f'This task allows {self.instance.spec.max_steps} step(s); for multi-step tasks send {{"done": true}} when finished.',
+            "",
+            f"Task: {self.instance.instruction}",
+        ]
+        return "\n".join(lines)
+
+    def _obs(self) -> dict[str, Any]:
+        assert self.instance is not None
+        return {
+            "instruction": self.instance.instruction,
+            "prompt": self.prompt(),
+            "agent_address": self.agent_address,
+            "contracts": {name: self.world.addresses[role] for role, name in self.names.items()},
+            "chain_id": np.array(self.profile.chain_id, dtype=np.int64),
+            "step": np.array(self.steps, dtype=np.int64),
+            "last_result": self.last_result,
+        }
+
+    def render(self) -> str | None:
+        if self.render_mode != "ansi" or self.instance is None:
+            return None
+        return f"[{self.instance.task_id}] step {self.steps}: {self.instance.instruction}\n{self.last_result}"
+
+    def close(self) -> None:
+        if self.sandbox is not None:
+            self.sandbox.close()
+            self.sandbox = None
+        if self.chain is not None:
+            self.chain.close()
+            self.chain = None
+            self.world = None
+        super().close()
+
+
+def _to_int(value: Any) -> int:
+    if isinstance(value, bool):
+        raise TypeError("boolean is not an amount")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if value != int(value):
+            raise ValueError(f"non-integer amount {value}")
+        return int(value)
+    if isinstance(value, str):
+        text = value.strip()
+        return int(text, 16) if text.lower().startswith("0x") else int(text)
+    raise TypeError(f"cannot read an integer from {type(value).__name__}")

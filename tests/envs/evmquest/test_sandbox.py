@@ -1,0 +1,135 @@
+"""Hostile scripts: each scores 0 with a clear error, and the next episode still works."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from lynn.envs.evmquest.evmquest_env import EVMQuestEnv
+from lynn.envs.evmquest.logic import LOGIC
+
+TASK = "bnb_transfer_basic"
+
+
+def skill(body: str, head: str = "") -> str:
+    lines = "".join(f"    {line}\n" for line in body.strip().splitlines())
+    return f"{head}\ndef execute_skill(w3, agent_address, contracts):\n{lines}"
+
+
+ATTACKS: dict[str, tuple[str, str]] = {
+    "read_etc_passwd": (skill("return {'query_result': open('/etc/passwd').read()}"), "No such file"),
+    "read_project_file": (
+        skill(f"return {{'query_result': open({os.path.abspath(__file__)!r}).read()}}"),
+        "No such file",
+    ),
+    "list_root": (skill("import os\nreturn {'query_result': os.listdir('/work')}"), "No such file"),
+    "open_socket": (
+        skill("import socket\ns = socket.socket()\ns.connect(('127.0.0.1', 22))\nreturn {}"),
+        "Operation not permitted",
+    ),
+    "udp_socket": (
+        skill("import socket\nsocket.socket(socket.AF_INET, socket.SOCK_DGRAM)\nreturn {}"),
+        "Operation not permitted",
+    ),
+    "subprocess": (
+        skill("import subprocess\nreturn {'query_result': subprocess.check_output(['id']).decode()}"),
+        "script failed",
+    ),
+    "os_system": (skill("import os\nos.system('touch /tmp/lynn_pwned')\nreturn {}"), "'to'"),
+    "fork_bomb": (skill("import os\nwhile True:\n    os.fork()"), "Operation not permitted"),
+    "infinite_loop": (skill("while True:\n    pass"), "limit"),
+    "sleep_forever": (skill("import time\ntime.sleep(3600)"), "wall-clock limit"),
+    "allocate_10gb": (skill("x = bytearray(10 * 2**30)\nreturn {}"), "MemoryError"),
+    "env_vars": (skill("import os\nreturn {'query_result': os.environ['LYNN_SECRET']}"), "KeyError"),
+    "import_ctypes": (skill("import ctypes\nreturn {}"), "ctypes"),
+    "eth_send_transaction": (
+        skill(
+            "return {'query_result': w3.eth.send_transaction({'from': agent_address, 'to': agent_address, 'value': 1}).hex()}"
+        ),
+        "eth_sendTransaction",
+    ),
+    "eth_sign": (
+        skill("return {'query_result': w3.provider.make_request('eth_sign', [agent_address, '0x00'])}"),
+        "eth_sign",
+    ),
+    "send_raw_transaction": (
+        skill("return {'query_result': w3.provider.make_request('eth_sendRawTransaction', ['0x00'])}"),
+        "eth_sendRawTransaction",
+    ),
+    "anvil_set_balance": (
+        skill(
+            "return {'query_result': w3.provider.make_request('anvil_setBalance', [agent_address, '0xffff'])}"
+        ),
+        "anvil_setBalance",
+    ),
+    "sign_typed_for_other": (
+        skill(
+            "return {'query_result': w3.provider.make_request('eth_signTypedData_v4', ['0x000000000000000000000000000000000000dEaD', '{}'])}"
+        ),
+        "own address",
+    ),
+    "tx_from_other_account": (
+        skill(
+            "return {'from': '0x000000000000000000000000000000000000dEaD', 'to': agent_address, 'value': 1}"
+        ),
+        "not the agent",
+    ),
+    "huge_return": (skill("return {'query_result': 'x' * (8 * 2**20)}"), "larger than"),
+    "non_utf8_output": (
+        skill(
+            "import sys\nsys.stdout.write('\\udcff\\udcfe')\nos_bytes = b'\\xff\\xfe'\nreturn os_bytes",
+        ),
+        "must return a dict",
+    ),
+    "write_outside_scratch": (skill("open('/tmp/lynn_pwned', 'w').write('x')\nreturn {}"), "script failed"),
+    "kill_parent": (
+        skill("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nreturn {}"),
+        "script failed",
+    ),
+    "syntax_error": ("def execute_skill(:\n", "SyntaxError"),
+    "no_function": ("x = 1\n", "execute_skill"),
+    "raise_system_exit": (skill("raise SystemExit(0)"), "SystemExit"),
+}
+
+
+@pytest.fixture(scope="module")
+def fast_env() -> EVMQuestEnv:
+    env = EVMQuestEnv(task=TASK, script_timeout_s=3.0)
+    yield env
+    env.close()
+
+
+@pytest.mark.parametrize("name", sorted(ATTACKS))
+def test_attack_scores_zero_and_env_recovers(
+    fast_env: EVMQuestEnv, name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LYNN_SECRET", "hunter2")
+    source, expected = ATTACKS[name]
+    fast_env.reset(seed=0)
+    _, total, _, _, info = fast_env.step(source)
+    assert total == 0.0
+    assert not info.get("success")
+    if expected is not None:
+        assert info["error"] and expected in info["error"], info["error"]
+    assert not os.path.exists("/tmp/lynn_pwned")
+    # The next episode works.
+    fast_env.reset(seed=1)
+    _, reward, _, _, info = fast_env.step(LOGIC[TASK].script(fast_env.instance.params, fast_env.names))
+    assert info["success"] and reward == 1.0
+
+
+def test_secret_env_vars_never_reach_scripts(fast_env: EVMQuestEnv, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LYNN_SECRET", "hunter2")
+    fast_env.reset(seed=0)
+    _, _, _, _, info = fast_env.step(skill("import os\nreturn {'query_result': dict(os.environ)}"))
+    assert fast_env.answers[-1] == {}
+
+
+def test_permit_signature_comes_from_the_env(fast_env: EVMQuestEnv) -> None:
+    fast_env.reset(seed=0, options={"task_id": "erc20_permit"})
+    _, reward, _, _, info = fast_env.step(
+        LOGIC["erc20_permit"].script(fast_env.instance.params, fast_env.names)
+    )
+    assert info["success"], info["checks"]
+    assert "eth_signTypedData_v4" not in str(info["error"])
