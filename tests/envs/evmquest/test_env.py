@@ -1,0 +1,175 @@
+"""The env's public behaviour: gym.make, check_env, tx actions, backends, processes, artifacts."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import lynn  # noqa: F401
+from lynn.envs.evmquest.chain import AnvilChain, RpcChain, anvil_binary
+from lynn.envs.evmquest.evmquest_env import EVMQuestEnv
+from lynn.envs.evmquest.logic import LOGIC
+from lynn.envs.evmquest.world import AGENT, FRIEND, PROFILES, deploy_world
+
+REPO = Path(__file__).resolve().parents[3]
+HAS_ANVIL = anvil_binary() is not None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def test_check_env_passes(evm_env: EVMQuestEnv) -> None:
+    check_env(evm_env, skip_render_check=True)
+
+
+def test_gym_make_and_oracle_agent_by_name() -> None:
+    from lynn.agents import make_agent
+
+    env = gym.make("Lynn/EVMQuest-v0", task="wbnb_deposit", chain="ethereum")
+    try:
+        agent = make_agent("oracle", env)
+        obs, info = env.reset(seed=5)
+        assert "ETH" in obs["instruction"] and obs["chain_id"] == 1
+        assert "WETH" in obs["contracts"] and obs["agent_address"] == AGENT.address
+        assert "execute_skill" in obs["prompt"] and obs["instruction"] in obs["prompt"]
+        _, reward, terminated, _, info = env.step(agent.act(obs, info))
+        assert terminated and reward == 1.0 and info["success"] and info["score"] == 100
+        assert {c["name"] for c in info["checks"]} >= {"tx_status", "target"}
+        assert set(info["timings"]) >= {"script_s", "chain_s", "validate_s"}
+    finally:
+        env.close()
+
+
+def test_tx_action_mode_json(evm_env: EVMQuestEnv) -> None:
+    env = EVMQuestEnv(task=["erc20_transfer_fixed", "query_erc20_balance"], action_mode="tx")
+    try:
+        env.reset(seed=2, options={"task_id": "erc20_transfer_fixed"})
+        p = env.instance.params
+        action = {
+            "contract": env.names[p["token"]],
+            "function": "transfer",
+            "args": [p["recipient"], int(float(p["amount"]) * 100) * 10**16],
+        }
+        _, reward, terminated, _, info = env.step(json.dumps(action))
+        assert terminated and info["success"], info["checks"]
+        env.reset(seed=2, options={"task_id": "query_erc20_balance"})
+        truth = LOGIC["query_erc20_balance"].measure(env.world, env.instance.params)["truth"]
+        _, reward, _, _, info = env.step(json.dumps({"query_result": str(truth)}))
+        assert reward == 1.0
+        _, _, _, _, info = env.step("not json")
+        assert info["error"]
+    finally:
+        env.close()
+
+
+def test_bad_actions_never_raise(evm_env: EVMQuestEnv) -> None:
+    evm_env.reset(seed=0, options={"task_id": "bnb_transfer_basic"})
+    for action in ["", "   ", "def execute_skill(w3, a, c):\n    return 5\n", '{"done": 1}', "\x00\udcff"]:
+        _, reward, _, _, info = evm_env.step(action)
+        assert reward == 0.0
+    assert info["error"] or info.get("checks") is not None
+    obs, info = evm_env.reset(seed=0)
+    assert obs["step"] == 0
+
+
+def test_random_agent_scores_about_zero(evm_env: EVMQuestEnv) -> None:
+    from lynn.agents.random_agent import RandomAgent
+
+    agent = RandomAgent(evm_env)
+    total = 0.0
+    for seed in range(3):
+        obs, info = evm_env.reset(seed=seed)
+        agent.reset(seed=seed)
+        done = False
+        while not done:
+            obs, reward, terminated, truncated, info = evm_env.step(agent.act(obs, info))
+            total += reward
+            done = terminated or truncated
+    assert total == 0.0
+
+
+def test_close_stops_sandbox_server() -> None:
+    env = EVMQuestEnv(task="contract_call_simple")
+    env.reset(seed=0)
+    env.step(LOGIC["contract_call_simple"].script(env.instance.params, env.names))
+    pid = env.sandbox.pid
+    assert _alive(pid)
+    env.close()
+    assert not _alive(pid)
+
+
+@pytest.mark.skipif(
+    not shutil.which("node") or not (REPO / "node_modules" / "solc").exists(), reason="needs node + npm ci"
+)
+def test_contract_rebuild_is_byte_identical(tmp_path: Path) -> None:
+    subprocess.run(
+        ["node", str(REPO / "lynn/envs/evmquest/contracts/build.js"), str(tmp_path)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    committed = REPO / "lynn/envs/evmquest/artifacts"
+    names = sorted(p.name for p in committed.glob("*.json"))
+    assert names == sorted(p.name for p in tmp_path.glob("*.json"))
+    for name in names:
+        assert (tmp_path / name).read_bytes() == (committed / name).read_bytes(), name
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_ANVIL, reason="anvil not installed (npm ci)")
+def test_anvil_backend_oracle_and_process_cleanup() -> None:
+    env = EVMQuestEnv(backend="anvil", split="atomic")
+    try:
+        for task_id in [
+            "bnb_transfer_basic",
+            "erc20_permit",
+            "swap_multihop_routing",
+            "harvest_rewards",
+            "query_current_block_number",
+            "erc20_flashloan",
+        ]:
+            env.reset(seed=4, options={"task_id": task_id})
+            _, reward, _, _, info = env.step(LOGIC[task_id].script(env.instance.params, env.names))
+            assert info["success"], (task_id, info["error"], info["checks"])
+        pid = env.chain.pid
+        assert _alive(pid)
+    finally:
+        env.close()
+    assert not _alive(pid)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_ANVIL, reason="anvil not installed (npm ci)")
+def test_anvil_forks_another_local_anvil_and_rpc_backend() -> None:
+    upstream = AnvilChain(56)
+    try:
+        world = deploy_world(upstream, PROFILES["bsc"])
+        usdt = world.addresses["stable"]
+        fork = AnvilChain(56, fork_url=upstream.url)
+        try:
+            token = fork.w3.eth.contract(address=usdt, abi=world.abi("stable"))
+            assert token.functions.balanceOf(FRIEND.address).call() == 5_000 * 10**18
+            assert token.functions.symbol().call() == "USDT"
+        finally:
+            fork.close()
+        rpc = RpcChain(upstream.url)
+        assert rpc.chain_id == 56 and rpc.w3.eth.get_code(usdt)
+        snap = rpc.snapshot()
+        rpc.fund(AGENT.address, 1)
+        snap = rpc.revert(snap)
+        assert rpc.w3.eth.get_balance(AGENT.address) > 1
+    finally:
+        upstream.close()
