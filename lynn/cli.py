@@ -18,7 +18,9 @@ from typing import Any
 
 # Per-system subcommands: "module:function" taking the subparsers object. Imported lazily so that a
 # system's heavy dependencies are only needed when its own command runs.
-EXTENSIONS: list[str] = []
+EXTENSIONS: list[str] = [
+    "lynn.envs.coordination.cli:register",
+]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 

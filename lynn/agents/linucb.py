@@ -179,9 +179,13 @@ class LinUCBAgent(Agent):
         self.updates = 0
         self._log_delta = 2.0 * math.log(1.0 / a.delta)
 
-    def beta(self, t: np.ndarray | int) -> np.ndarray:
-        """The OFUL radius after ``t`` updates."""
+    def beta(self, t: np.ndarray | int) -> np.ndarray | float:
+        """The OFUL radius after ``t`` updates (``t`` an int, or an array of per-model counts)."""
         a = self.args
+        if isinstance(t, int):
+            return (
+                a.alpha * math.sqrt(self.d * math.log1p(t / a.lam) + self._log_delta) + math.sqrt(a.lam) * a.S
+            )
         return (
             a.alpha * np.sqrt(self.d * np.log1p(np.asarray(t) / a.lam) + self._log_delta)
             + math.sqrt(a.lam) * a.S
@@ -194,9 +198,12 @@ class LinUCBAgent(Agent):
             scores = screening_scores(x_all[idx])
             idx = idx[np.argsort(-scores, kind="stable")[: self.args.top_l]]
         xs = x_all[idx] * self.scale
-        models = idx if self.args.disjoint else np.zeros(idx.size, dtype=np.int64)
-        mean, width = self.model.mean_and_width(models, xs)
-        ucb = mean + self.beta(self.model.n[models]) * width
+        if self.args.disjoint:
+            mean, width = self.model.mean_and_width(idx, xs)
+            ucb = mean + self.beta(self.model.n[idx]) * width
+        else:  # the hot path: one shared model, plain matrix products
+            width = np.sqrt(np.maximum(((xs @ self.model.A_inv[0]) * xs).sum(axis=1), 0.0))
+            ucb = xs @ self.model.theta[0] + self.beta(int(self.model.n[0])) * width
         best = int(np.argmax(ucb))
         self.delayed.chose(int(idx[best]), xs[best])
         return int(idx[best])

@@ -1,0 +1,424 @@
+"""The routing benchmark: our routers against MABWiser's LinUCB and Vowpal Wabbit's ``--cb_explore_adf``.
+
+Every router runs on the same seeded streams (same scenario, same env seed), and we record per step
+the regret, the settled reward, the chosen worker and its cost. From those come cumulative regret,
+success before/after the shock, recovery time (rolling-50 success back to 0.9x the pre-shock level
+and held for 50 steps), the time to stop routing to the shocked worker, cost per correct answer, and
+decisions per second (the router's own ``act`` + ``observe`` time, env excluded).
+
+``lynn bench coordination`` and ``benchmarks/bench_coordination.py`` call :func:`main`; MABWiser
+and Vowpal Wabbit are imported only here (extra ``coordination``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from lynn.agents import Agent
+from lynn.agents.bandits import (
+    EpsilonGreedyAgent,
+    OracleRouter,
+    RoundRobinAgent,
+    StaticRuleAgent,
+    ThompsonAgent,
+)
+from lynn.agents.linucb import DelayedUpdates, LinUCBAgent, candidates
+from lynn.agents.random_agent import RandomAgent
+from lynn.envs.coordination.coordination_env import CoordinationEnv
+from lynn.envs.coordination.metrics import loglog_slope, recovery_time
+
+
+# --- library adapters -------------------------------------------------------------------------
+class MABWiserLinUCB(Agent):
+    """MABWiser's ``LearningPolicy.LinUCB`` (one ridge model per arm) on the flattened observation.
+
+    MABWiser's LinUCB takes one context per decision, so the context is everything the env shows:
+    the candidate matrix and the subtask features. Unavailable arms are skipped at prediction.
+    """
+
+    name = "mabwiser-linucb"
+
+    def __init__(self, env: gym.Env, alpha: float = 1.0, l2_lambda: float = 1.0) -> None:
+        super().__init__(env)
+        self.alpha, self.l2_lambda = alpha, l2_lambda
+        self.arms = list(range(env.action_space.n))
+
+    def reset(self, seed: int | None = None) -> None:
+        from mabwiser.mab import MAB, LearningPolicy
+
+        self.mab = MAB(
+            arms=self.arms,
+            learning_policy=LearningPolicy.LinUCB(alpha=self.alpha, l2_lambda=self.l2_lambda),
+            seed=seed or 0,
+        )
+        self.fitted = False
+        self.rng = np.random.default_rng(seed)
+        self.delayed = DelayedUpdates()
+
+    def act(self, obs: dict[str, np.ndarray], info: dict[str, Any]) -> int:
+        ctx = np.concatenate([np.ravel(obs["candidates"]), obs["subtask"]]).astype(np.float64)
+        idx = candidates(obs)
+        if self.fitted:
+            scores = self.mab.predict_expectations(ctx[None, :])
+            slot = int(idx[int(np.argmax([scores[int(i)] for i in idx]))])
+        else:
+            slot = int(self.rng.choice(idx))
+        self.delayed.chose(slot, ctx)
+        return slot
+
+    def observe(
+        self, action: Any, reward: float, next_obs: Any, terminated: bool, truncated: bool, info: dict
+    ) -> None:
+        settled = self.delayed.settle(reward, info)
+        if not settled:
+            return
+        decisions = [s for s, _, _ in settled]
+        contexts = np.array([x for _, x, _ in settled])
+        rewards = [r for _, _, r in settled]
+        if self.fitted:
+            self.mab.partial_fit(decisions, rewards, contexts)
+        else:
+            self.mab.fit(decisions, rewards, contexts)
+            self.fitted = True
+
+
+class VWCbExploreAdf(Agent):
+    """Vowpal Wabbit ``--cb_explore_adf`` with shared (subtask) and per-action (worker) features.
+
+    Each available worker is one action line carrying its id and its candidate features; the shared
+    line carries the subtask type and difficulty; ``-q sa`` crosses them. The action is sampled from
+    VW's PMF and the learned label is ``action:cost:probability`` with cost = -reward.
+    """
+
+    name = "vw-cb-adf"
+
+    def __init__(self, env: gym.Env, args: str = "--cb_explore_adf --epsilon 0.05 -q sa") -> None:
+        super().__init__(env)
+        self.args = args
+        self.ws: Any = None
+
+    def reset(self, seed: int | None = None) -> None:
+        import vowpalwabbit
+
+        if self.ws is not None:
+            self.ws.finish()
+        self.ws = vowpalwabbit.Workspace(f"{self.args} --quiet --random_seed {seed or 0}")
+        self.rng = np.random.default_rng(seed)
+        self.delayed = DelayedUpdates()
+
+    def act(self, obs: dict[str, np.ndarray], info: dict[str, Any]) -> int:
+        idx = candidates(obs)
+        sub = obs["subtask"]
+        shared = f"shared |s type={int(np.argmax(sub[:-1]))} hard:{sub[-1]:.0f}"
+        x = obs["candidates"]
+        lines = [
+            f"|a id={int(i)} sim:{x[i, 1]:.4f} load:{x[i, 2]:.4f} lat:{x[i, 3]:.4f} prior:{x[i, 4]:.4f}"
+            for i in idx
+        ]
+        pmf = np.asarray(self.ws.predict([shared, *lines]), dtype=float)
+        pmf = pmf / pmf.sum()
+        k = int(self.rng.choice(len(idx), p=pmf))
+        # The "features" filed for this decision are the VW example itself, learned when settled.
+        self.delayed.chose(int(idx[k]), (shared, lines, k, float(pmf[k])))  # type: ignore[arg-type]
+        return int(idx[k])
+
+    def observe(
+        self, action: Any, reward: float, next_obs: Any, terminated: bool, truncated: bool, info: dict
+    ) -> None:
+        for _, (shared, lines, k, p), r in self.delayed.settle(reward, info):
+            labelled = list(lines)
+            labelled[k] = f"0:{-r}:{p} {lines[k]}"
+            self.ws.learn([shared, *labelled])
+
+    def close(self) -> None:
+        if self.ws is not None:
+            self.ws.finish()
+            self.ws = None
+
+    def __del__(self) -> None:
+        self.close()
+
+
+# --- runs -------------------------------------------------------------------------------------
+ROUTERS: dict[str, Callable[[gym.Env], Agent]] = {
+    "linucb (ours)": lambda env: LinUCBAgent(env),
+    "linucb α=1 (ours, reference radius)": lambda env: LinUCBAgent(env, alpha=1.0),
+    "linucb-disjoint (ours)": lambda env: LinUCBAgent(env, disjoint=True),
+    "thompson (ours)": lambda env: ThompsonAgent(env),
+    "epsilon-greedy (ours)": lambda env: EpsilonGreedyAgent(env),
+    "mabwiser LinUCB α=1": lambda env: MABWiserLinUCB(env, alpha=1.0),
+    "mabwiser LinUCB α=0.1": lambda env: MABWiserLinUCB(env, alpha=0.1),
+    "vw cb_explore_adf ε=0.05": lambda env: VWCbExploreAdf(env),
+    "vw cb_explore_adf squarecb": lambda env: VWCbExploreAdf(env, "--cb_explore_adf --squarecb -q sa"),
+    "static": lambda env: StaticRuleAgent(env),
+    "round-robin": lambda env: RoundRobinAgent(env),
+    "random": lambda env: RandomAgent(env),
+    "oracle (privileged)": lambda env: OracleRouter(env),
+}
+LIBRARIES = (
+    "mabwiser LinUCB α=1",
+    "mabwiser LinUCB α=0.1",
+    "vw cb_explore_adf ε=0.05",
+    "vw cb_explore_adf squarecb",
+)
+OURS = "linucb (ours)"
+
+
+@dataclass
+class Run:
+    """Per-step traces of one router on one seeded stream."""
+
+    regret: np.ndarray
+    reward: np.ndarray
+    cost: np.ndarray
+    chosen: np.ndarray
+    seconds: float
+    shock: int | None = None
+
+
+def run_router(make: Callable[[gym.Env], Agent], scenario: str, steps: int, seed: int) -> Run:
+    """Run one router for ``steps`` decisions on ``scenario`` with env seed ``seed``."""
+    env = CoordinationEnv(scenario=scenario)
+    agent = make(env)
+    obs, info = env.reset(seed=seed)
+    agent.reset(seed=seed)
+    regret, reward, cost = np.zeros(steps), np.zeros(steps), np.zeros(steps)
+    chosen = []
+    spent = 0.0
+    for t in range(steps):
+        start = time.perf_counter()
+        action = agent.act(obs, info)
+        spent += time.perf_counter() - start
+        obs, r, terminated, truncated, info = env.step(action)
+        start = time.perf_counter()
+        agent.observe(action, r, obs, terminated, truncated, info)
+        spent += time.perf_counter() - start
+        regret[t], reward[t], cost[t] = info["regret"], r, info["cost"]
+        chosen.append(info["agent"] or "")
+    close = getattr(agent, "close", None)
+    if close is not None:
+        close()
+    env.close()
+    return Run(regret, reward, cost, np.array(chosen), spent, env.scenario.shock_at)
+
+
+def abandon_time(
+    chosen: np.ndarray, shock: int, worker: str = "A", window: int = 50, share: float = 0.1
+) -> int | None:
+    """Steps after ``shock`` until ``worker`` gets at most ``share`` of the next ``window`` decisions."""
+    used = (chosen[shock:] == worker).astype(float)
+    for t in range(len(used) - window + 1):
+        if used[t : t + window].mean() <= share:
+            return t
+    return None
+
+
+@dataclass
+class Row:
+    """Aggregated results of one router on one scenario (means over seeds)."""
+
+    router: str
+    scenario: str
+    regret: float
+    regret_sd: float
+    slope: float
+    success: float
+    cost_per_correct: float
+    decisions_per_s: float
+    pre: float | None = None
+    post: float | None = None
+    recovery: list[int | None] = field(default_factory=list)
+    abandon: list[int | None] = field(default_factory=list)
+    curve: np.ndarray | None = None
+
+
+def summarise(router: str, scenario: str, runs: list[Run]) -> Row:
+    cum = np.array([np.cumsum(r.regret) for r in runs])
+    success = np.array([r.reward.mean() for r in runs])
+    wins = sum(float(r.reward.sum()) for r in runs)
+    row = Row(
+        router=router,
+        scenario=scenario,
+        regret=float(cum[:, -1].mean()),
+        regret_sd=float(cum[:, -1].std(ddof=1)) if len(runs) > 1 else 0.0,
+        slope=float(np.mean([loglog_slope(c) for c in cum])),
+        success=float(success.mean()),
+        cost_per_correct=sum(float(r.cost.sum()) for r in runs) / max(wins, 1.0),
+        decisions_per_s=sum(len(r.regret) for r in runs) / max(sum(r.seconds for r in runs), 1e-9),
+        curve=cum.mean(axis=0),
+    )
+    shock = runs[0].shock
+    if shock is not None and shock < len(runs[0].reward):
+        row.pre = float(np.mean([r.reward[:shock].mean() for r in runs]))
+        row.post = float(np.mean([r.reward[shock:].mean() for r in runs]))
+        row.recovery = [recovery_time(r.reward, shock) for r in runs]
+        row.abandon = [abandon_time(r.chosen, shock) for r in runs]
+    return row
+
+
+def run_benchmark(
+    scenarios: dict[str, int],
+    seeds: int,
+    routers: dict[str, Callable[[gym.Env], Agent]],
+    progress: bool = True,
+) -> list[Row]:
+    """Every router on every scenario (``name -> steps``) over ``seeds`` seeded streams."""
+    rows = []
+    for scenario, steps in scenarios.items():
+        for name, make in routers.items():
+            runs = [run_router(make, scenario, steps, seed) for seed in range(seeds)]
+            rows.append(summarise(name, scenario, runs))
+            if progress:
+                print(f"  {scenario:28s} {name:36s} regret {rows[-1].regret:8.1f}", flush=True)
+    return rows
+
+
+# --- reports ----------------------------------------------------------------------------------
+def _fmt_times(values: list[int | None]) -> str:
+    if not values:
+        return ""
+    done = [v for v in values if v is not None]
+    median = f"{int(np.median(done))}" if done else "—"
+    return f"{median} ({len(done)}/{len(values)})"
+
+
+def markdown(rows: list[Row], seeds: int) -> str:
+    """The results table(s) in Markdown."""
+    out = []
+    for scenario in dict.fromkeys(r.scenario for r in rows):
+        sub = [r for r in rows if r.scenario == scenario]
+        shock = sub[0].pre is not None
+        head = "| router | cum. regret (± sd) | log-log slope | success | cost / correct | decisions/s |"
+        sep = "|---|---|---|---|---|---|"
+        if shock:
+            head += " success pre → post shock | recovery steps (recovered/seeds) | steps to drop A |"
+            sep += "---|---|---|"
+        out += [f"**{scenario}** ({seeds} seeds)", "", head, sep]
+        for r in sub:
+            line = (
+                f"| {r.router} | {r.regret:.1f} ± {r.regret_sd:.1f} | {r.slope:.2f} | {r.success:.3f} | "
+                f"{r.cost_per_correct:.3f} | {r.decisions_per_s:,.0f} |"
+            )
+            if shock:
+                line += f" {r.pre:.3f} → {r.post:.3f} | {_fmt_times(r.recovery)} | {_fmt_times(r.abandon)} |"
+            out.append(line)
+        out.append("")
+    return "\n".join(out)
+
+
+def ratios(rows: list[Row]) -> list[str]:
+    """The goal lines: ours against the best library per scenario, and speed against MABWiser."""
+    lines = []
+    for scenario in dict.fromkeys(r.scenario for r in rows):
+        sub = {r.router: r for r in rows if r.scenario == scenario}
+        if OURS not in sub:
+            continue
+        libs = [sub[name] for name in LIBRARIES if name in sub]
+        ours = sub[OURS]
+        if libs:
+            best = min(libs, key=lambda r: r.regret)
+            lines.append(
+                f"{scenario}: regret ours {ours.regret:.1f} vs best library ({best.router}) {best.regret:.1f} "
+                f"-> ratio {ours.regret / max(best.regret, 1e-9):.2f} ({'met' if ours.regret <= best.regret else 'NOT met'})"
+            )
+        mab = [sub[name] for name in LIBRARIES if name in sub and name.startswith("mabwiser")]
+        if mab:
+            speed = ours.decisions_per_s / max(r.decisions_per_s for r in mab)
+            lines.append(
+                f"{scenario}: decisions/s ours {ours.decisions_per_s:,.0f} vs MABWiser "
+                f"{max(r.decisions_per_s for r in mab):,.0f} -> {speed:.1f}x ({'met' if speed >= 5 else 'NOT met'}, goal 5x)"
+            )
+        if ours.recovery:
+            done = [v for v in ours.recovery if v is not None]
+            ok = bool(done) and len(done) == len(ours.recovery) and np.median(done) <= 50
+            lines.append(
+                f"{scenario}: recovery ours {_fmt_times(ours.recovery)} ({'met' if ok else 'NOT met'}, goal <= 50)"
+            )
+    return lines
+
+
+def plot(rows: list[Row], path: Path) -> None:
+    """Mean cumulative regret curves, one panel per scenario."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    scenarios = list(dict.fromkeys(r.scenario for r in rows))
+    fig, axes = plt.subplots(1, len(scenarios), figsize=(5.5 * len(scenarios), 4.2), squeeze=False)
+    for ax, scenario in zip(axes[0], scenarios, strict=True):
+        for r in rows:
+            if r.scenario != scenario or r.curve is None or r.router.startswith("oracle"):
+                continue
+            style = "-" if "ours" in r.router else ("--" if r.router in LIBRARIES else ":")
+            ax.plot(
+                np.arange(1, len(r.curve) + 1),
+                r.curve,
+                style,
+                label=r.router,
+                linewidth=2 if r.router == OURS else 1.2,
+            )
+        shock = next((x for x in rows if x.scenario == scenario and x.pre is not None), None)
+        if shock is not None:
+            ax.axvline(len(shock.curve) // 2, color="red", linestyle=":", linewidth=1)
+        ax.set_title(scenario)
+        ax.set_xlabel("decision")
+        ax.set_ylabel("cumulative regret")
+        ax.set_yscale("symlog", linthresh=10)
+        ax.grid(alpha=0.3)
+    axes[0][0].legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse ``argv`` like ``lynn bench coordination`` and run the benchmark."""
+    from lynn.envs.coordination.cli import add_arguments
+
+    parser = argparse.ArgumentParser(
+        description="Routing benchmark: ours vs MABWiser LinUCB and VW cb_explore_adf"
+    )
+    add_arguments(parser)
+    return run_from_args(parser.parse_args(argv))
+
+
+def run_from_args(args: argparse.Namespace) -> int:
+    scenarios = {}
+    for name in args.scenarios.split(","):
+        # The stationary stream runs longer so that the regret's growth rate (log-log slope) shows.
+        scenarios[name] = args.steps * (2 if name == "stationary" else 1)
+    routers = ROUTERS
+    if args.routers:
+        wanted = [w.strip() for w in args.routers.split(",")]
+        routers = {k: v for k, v in ROUTERS.items() if any(w in k for w in wanted)}
+    start = time.perf_counter()
+    rows = run_benchmark(scenarios, args.seeds, routers, progress=not args.quiet)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    table = markdown(rows, args.seeds)
+    goal_lines = ratios(rows)
+    (out / "coordination.md").write_text(table + "\n" + "\n".join(f"- {g}" for g in goal_lines) + "\n")
+    plot(rows, out / "coordination_regret.png")
+    (out / "coordination.json").write_text(
+        json.dumps(
+            [{k: v for k, v in r.__dict__.items() if k != "curve"} for r in rows],
+            indent=1,
+        )
+    )
+    print(table)
+    print("\n".join(goal_lines))
+    print(
+        f"wrote {out / 'coordination.md'}, {out / 'coordination_regret.png'} in {time.perf_counter() - start:.0f} s"
+    )
+    return 0
