@@ -19,6 +19,7 @@ from typing import Any
 # Per-system subcommands: "module:function" taking the subparsers object. Imported lazily so that a
 # system's heavy dependencies are only needed when its own command runs.
 EXTENSIONS: list[str] = [
+    "lynn.envs.liveweb.cli:register",
     "lynn.envs.coordination.cli:register",
 ]
 

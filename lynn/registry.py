@@ -41,6 +41,16 @@ ENTRIES: list[EnvEntry] = [
         suite_episodes=5,
     ),
     EnvEntry(
+        id="Lynn/LiveWeb-v0",
+        entry_point="lynn.envs.liveweb.liveweb_env:LiveWebEnv",
+        description="web tasks in a real Chromium on bundled shop/forum/admin sites (WebArena-format tasks)",
+        max_episode_steps=30,
+        nondeterministic=True,
+        suite_agents=("random", "expert"),
+        suite_episodes=10,
+        suite_kwargs={"split": "test"},
+    ),
+    EnvEntry(
         id="Lynn/EVMQuest-v0",
         entry_point="lynn.envs.evmquest.evmquest_env:EVMQuestEnv",
         description="natural-language transaction tasks on a real EVM chain, scripts sandboxed (EVM-QuestBench)",

@@ -1,0 +1,145 @@
+"""The LiveWeb expert: follows a task's element-level plan using only what the page shows.
+
+Each bundled task carries ``expert``: steps such as ``click link "My orders"``, ``fill textbox "Search
+products"``, ``answer by reading r"Price: (\\$[\\d,.]+)"``. The agent finds each element by role and
+name in the observed axtree, emits the BrowserGym action string for it, and reads answers off the
+observed page; it never touches the site database or the browser directly. Its trajectories are
+the expert demonstrations DynaWeb interleaves with imagined rollouts.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from lynn.agents import Agent
+
+_ELEMENT = re.compile(r'^\s*\[(?P<ref>[a-z0-9]+)\] (?P<role>[a-z]+)(?: "(?P<name>(?:[^"\\]|\\.)*)")?', re.M)
+
+
+def find_elements(axtree: str, role: str, name: str | None = None) -> list[str]:
+    """Ids of the elements with ``role`` (and exactly ``name``) in a LiveWeb axtree, in page order."""
+    out = []
+    for m in _ELEMENT.finditer(axtree):
+        if m.group("role") != role:
+            continue
+        got = (m.group("name") or "").replace('\\"', '"')
+        if name is None or got == name:
+            out.append(m.group("ref"))
+    return out
+
+
+def quote(text: str) -> str:
+    return repr(str(text))
+
+
+class WebExpert(Agent):
+    """Solves bundled LiveWeb tasks by executing their plan through action strings.
+
+    Args:
+        env: a LiveWeb env (the plan comes from ``env.unwrapped.task``).
+        epsilon: probability of a random exploratory action (clicking a random element, scrolling or
+            going back) instead of the plan's; after one, the plan restarts from the task's start page.
+            Use it to collect off-expert transitions for world-model training.
+    """
+
+    name = "expert"
+
+    def __init__(self, env: gym.Env, epsilon: float = 0.0) -> None:
+        super().__init__(env)
+        if not 0.0 <= epsilon <= 1.0:
+            raise ValueError("epsilon must be in [0, 1]")
+        self.epsilon = float(epsilon)
+        self.rng = np.random.default_rng()
+        self.plan: list[dict[str, Any]] = []
+        self.i = 0
+        self.pages_turned = 0
+
+    def reset(self, seed: int | None = None) -> None:
+        self.rng = np.random.default_rng(seed)
+        self.plan, self.i, self.pages_turned = [], 0, 0
+        self._task_id: str | None = None
+
+    def _task(self) -> dict[str, Any]:
+        task = getattr(self.env.unwrapped, "task", None) if self.env is not None else None
+        if not task or "expert" not in task:
+            raise ValueError(
+                "the expert needs a LiveWeb task with an 'expert' plan (the bundled tasks have one)"
+            )
+        return task
+
+    def act(self, obs: dict[str, Any], info: dict[str, Any]) -> str:
+        task = self._task()
+        if task["task_id"] != getattr(self, "_task_id", None):
+            self._task_id = task["task_id"]
+            self.plan, self.i, self.pages_turned = list(task["expert"]), 0, 0
+        axtree = obs["axtree"]
+        if self.epsilon and self.i < len(self.plan) and self.rng.random() < self.epsilon:
+            return self._explore(axtree, task)
+        if self.i >= len(self.plan):
+            return "send_msg_to_user('done')"
+        step = self.plan[self.i]
+        op = step["op"]
+        if op == "goto":
+            self.i += 1
+            from lynn.envs.liveweb.evaluators import fill_placeholders
+
+            urls = getattr(self.env.unwrapped, "urls", {})
+            return f"goto({quote(fill_placeholders(step['url'], urls))})"
+        if op == "answer":
+            self.i += 1
+            if "text" in step:
+                return f"send_msg_to_user({quote(step['text'])})"
+            text = axtree
+            if step.get("after"):
+                pos = text.find(step["after"])
+                text = text[pos:] if pos >= 0 else ""
+            m = re.search(step["extract"], text)
+            return f"send_msg_to_user({quote(m.group(1) if m else 'I could not find the answer')})"
+        if op == "count_rows":
+            self.i += 1
+            pos = axtree.find(f'table "{step["table"]}"')
+            body = axtree[pos:] if pos >= 0 else ""
+            rows = len(re.findall(r"^\s*\[\w+\] row\b", body, re.M)) - 1  # minus the header row
+            return f"send_msg_to_user({quote(str(max(rows, 0)))})"
+        refs = find_elements(axtree, step["role"], step["name"])
+        if not refs:
+            nxt = find_elements(axtree, "link", "Next page")
+            if nxt and self.pages_turned < 20:  # the element may be on a later page of a listing
+                self.pages_turned += 1
+                return f"click({quote(nxt[0])})"
+            self.i = len(self.plan)
+            missing = f"cannot find {step['role']} {step['name']!r} on the page"
+            return f"report_infeasible({quote(missing)})"
+        ref = refs[0]
+        self.i += 1
+        if op == "click":
+            return f"click({quote(ref)})"
+        if op == "fill":
+            return f"fill({quote(ref)}, {quote(step['value'])})"
+        if op == "select":
+            return f"select_option({quote(ref)}, {quote(step['value'])})"
+        if op in ("check", "uncheck"):
+            return f"{op}({quote(ref)})"
+        if op == "press":
+            return f"press({quote(ref)}, {quote(step['key'])})"
+        raise ValueError(f"unknown expert op {op!r}")
+
+    def _explore(self, axtree: str, task: dict[str, Any]) -> str:
+        """A random, plausible action; the plan then restarts from the start page."""
+        from lynn.envs.liveweb.evaluators import fill_placeholders
+
+        refs = [m.group("ref") for m in _ELEMENT.finditer(axtree) if m.group("role") in ("link", "button")]
+        choice = self.rng.integers(4)
+        urls = getattr(self.env.unwrapped, "urls", {})
+        start = fill_placeholders(task.get("start_url", ""), urls)
+        self.plan = [{"op": "goto", "url": start}, *task["expert"]]
+        self.i = 0
+        if choice == 0 or not refs:
+            return f"scroll(0, {int(self.rng.integers(-400, 800))})"
+        if choice == 1:
+            return "go_back()"
+        return f"click({quote(refs[int(self.rng.integers(len(refs)))])})"

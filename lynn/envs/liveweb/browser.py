@@ -1,0 +1,495 @@
+"""One Chromium per env, driven by Playwright's sync API: a fresh context per episode, origin allow-list,
+BrowserGym-style observations (accessibility tree with stable element ids) and safe action execution.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+import threading
+import time
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urljoin, urlsplit
+
+import numpy as np
+
+from lynn.envs.liveweb.actions import Action
+
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+_ATTR = re.compile(r"\[([^\]]+)\]")
+_REF_RUN = re.compile(r"(?: ?\[[^\[\]]+\])*? ?\[ref=([a-z0-9]+)\](?: \[[^\[\]]+\])*")
+
+
+def chromium_executable() -> str | None:
+    """Debian's chromium (or ``LYNN_CHROMIUM``); ``None`` lets Playwright use its own browser."""
+    from lynn.cli import chromium_path
+
+    return chromium_path()
+
+
+def origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}".lower()
+
+
+def descendant_pids(root: int | None = None) -> list[int]:
+    """Live (non-zombie) descendants of ``root`` (default: this process), from /proc."""
+    root = os.getpid() if root is None else root
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] != "Z":
+            children.setdefault(int(fields[1]), []).append(int(entry.name))
+    out, stack = [], list(children.get(root, []))
+    while stack:
+        pid = stack.pop()
+        out.append(pid)
+        stack.extend(children.get(pid, []))
+    return out
+
+
+def cmdline(pid: int) -> str:
+    try:
+        return (
+            (Path("/proc") / str(pid) / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        )
+    except OSError:
+        return ""
+
+
+def format_axtree(snapshot: str) -> str:
+    """Turn Playwright's ``aria_snapshot(mode="ai")`` YAML into BrowserGym-like lines.
+
+    ``- button "Add to cart" [ref=e31]`` becomes ``[e31] button "Add to cart"``; pointer hints are
+    dropped, other attributes ([level=1], [checked], [selected]) are kept.
+    """
+    out = []
+    for line in snapshot.splitlines():
+        stripped = line.lstrip(" ")
+        indent = line[: len(line) - len(stripped)]
+        if stripped.startswith("- "):
+            stripped = stripped[2:]
+        runs = list(_REF_RUN.finditer(stripped))
+        if not runs:
+            out.append(indent + stripped)
+            continue
+        run = runs[-1]  # the attribute run around the last [ref=..] (a name cannot hold one: it is quoted)
+        start, end = run.start(), run.end()
+        attrs = [a for a in _ATTR.findall(stripped[start:end]) if not a.startswith("cursor=")]
+        ref = run.group(1)
+        rest = " ".join(f"[{a}]" for a in attrs if not a.startswith("ref="))
+        body, tail = stripped[:start].rstrip(), stripped[end:]
+        if body.startswith("'") and tail.startswith("'"):  # YAML quoted a line holding ':' or '#'
+            body, tail = body[1:].replace("''", "'"), tail[1:]
+        out.append(f"{indent}[{ref}] {body}" + (f" {rest}" if rest else "") + tail)
+    return "\n".join(out)
+
+
+def prune_html(html: str) -> str:
+    """Drop scripts, styles, comments and redundant whitespace (BrowserGym's ``pruned_html`` idea)."""
+    html = re.sub(r"<(script|style|noscript)\b.*?</\1>", "", html, flags=re.S | re.I)
+    html = re.sub(r"<!--.*?-->", "", html, flags=re.S)
+    return re.sub(r"\s+", " ", html).strip()
+
+
+_OPENS_TAB = "e => !!(e.closest('a[target=_blank]') || (e.form && e.form.target === '_blank'))"
+
+
+def _weak(method: Any) -> Any:
+    """A handler that calls ``method`` while its object lives: Playwright keeps handlers for as long as the
+    browser runs, and a bound method would keep the session (and so the browser) alive forever."""
+    ref = weakref.WeakMethod(method)
+
+    def handler(*args: Any) -> Any:
+        bound = ref()
+        return None if bound is None else bound(*args)
+
+    return handler
+
+
+def _fresh_stack(fn: Any, *args: Any) -> Any:
+    """Call ``fn`` in a new greenlet. Playwright stores the caller's frame of its latest call (for stack
+    traces); from here that frame chain ends at this greenlet instead of reaching the env's frames, so a
+    dropped env can be garbage-collected (and its processes stopped) without waiting for another call."""
+    import greenlet
+
+    return greenlet.greenlet(fn).switch(*args)
+
+
+class BrowserCrashed(RuntimeError):
+    """The browser process is gone; the env restarts it."""
+
+
+@dataclass
+class _State:
+    """What the GC finalizer needs to shut the browser down without a reference to the session."""
+
+    pw: Any = None
+    browser: Any = None
+    context: Any = None
+    download_dir: str = ""
+    pids: set[int] = field(default_factory=set)
+
+
+# Playwright's sync API allows one driver per thread, so the envs of a process share it (refcounted)
+# while each keeps its own browser.
+_DRIVER: dict[str, Any] = {"pw": None, "refs": 0}
+_DRIVER_LOCK = threading.Lock()
+
+
+def _acquire_driver() -> Any:
+    with _DRIVER_LOCK:
+        if _DRIVER["pw"] is None:
+            from playwright.sync_api import sync_playwright
+
+            _DRIVER["pw"] = sync_playwright().start()
+        _DRIVER["refs"] += 1
+        return _DRIVER["pw"]
+
+
+def _release_driver() -> None:
+    with _DRIVER_LOCK:
+        _DRIVER["refs"] -= 1
+        if _DRIVER["refs"] <= 0 and _DRIVER["pw"] is not None:
+            pw, _DRIVER["pw"], _DRIVER["refs"] = _DRIVER["pw"], None, 0
+            try:
+                pw.stop()
+            except Exception:  # noqa: BLE001  (the driver may already be gone)
+                pass
+
+
+def _shutdown(state: _State) -> None:
+    for obj in (state.context, state.browser):
+        if obj is None:
+            continue
+        try:
+            obj.close()
+        except Exception:  # noqa: BLE001  (the browser may already be gone; keep tearing down)
+            pass
+    state.context = state.browser = None
+    if state.pw is not None:
+        state.pw = None
+        _release_driver()
+    for pid in list(state.pids):  # a chromium that ignored the close would otherwise linger
+        if Path(f"/proc/{pid}").exists() and "chrom" in cmdline(pid):
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass
+    state.pids.clear()
+    if state.download_dir:
+        shutil.rmtree(state.download_dir, ignore_errors=True)
+
+
+class BrowserSession:
+    """A Playwright browser reused across episodes, with one context per episode.
+
+    Args:
+        executable: chromium binary (default: :func:`chromium_executable`).
+        viewport: (width, height) of the page.
+        action_timeout_ms: how long an element action may wait for its element.
+        nav_timeout_ms: how long a navigation may take before it is reported as an error.
+    """
+
+    def __init__(
+        self,
+        executable: str | None = None,
+        viewport: tuple[int, int] = (1280, 720),
+        action_timeout_ms: int = 3000,
+        nav_timeout_ms: int = 8000,
+    ) -> None:
+        self.executable = executable if executable is not None else chromium_executable()
+        self.viewport = viewport
+        self.action_timeout_ms = action_timeout_ms
+        self.nav_timeout_ms = nav_timeout_ms
+        self.allowed: set[str] = set()
+        self.pages: list[Any] = []
+        self.active = 0
+        self.events: list[str] = []
+        self.known_refs: set[str] = set()
+        self._state = _State(download_dir=tempfile.mkdtemp(prefix="lynn-downloads-"))
+        self._finalizer = weakref.finalize(self, _shutdown, self._state)
+
+    # --- lifecycle -------------------------------------------------------------------------------
+    @property
+    def page(self) -> Any:
+        return self.pages[self.active] if self.pages else None
+
+    def alive(self) -> bool:
+        b = self._state.browser
+        return b is not None and b.is_connected()
+
+    def _launch(self) -> None:
+        st = self._state
+        if st.pw is None:
+            st.pw = _acquire_driver()
+        if st.browser is not None:
+            try:
+                st.browser.close()
+            except Exception:  # noqa: BLE001  (a crashed browser cannot be closed politely)
+                pass
+        before = set(descendant_pids())
+        kwargs: dict[str, Any] = {"args": CHROMIUM_FLAGS, "headless": True}
+        if self.executable:
+            kwargs["executable_path"] = self.executable
+        st.browser = st.pw.chromium.launch(**kwargs)
+        st.pids |= {p for p in set(descendant_pids()) - before if "chrom" in cmdline(p)}
+        st.context = None
+
+    def browser_pids(self) -> list[int]:
+        """PIDs of the chromium processes this session started that are still alive."""
+        return sorted(p for p in self._state.pids if Path(f"/proc/{p}").exists() and "chrom" in cmdline(p))
+
+    def new_context(self, allowed_origins: set[str], cookies: list[dict[str, Any]] | None = None) -> None:
+        """Start a fresh context (no cookies, storage or tabs from the previous episode)."""
+        st = self._state
+        if not self.alive():
+            self._launch()
+        if st.context is not None:
+            try:
+                st.context.close()
+            except Exception:  # noqa: BLE001
+                pass
+        self.allowed = {origin(u) for u in allowed_origins}
+        st.context = st.browser.new_context(
+            viewport={"width": self.viewport[0], "height": self.viewport[1]}, accept_downloads=True
+        )
+        st.context.set_default_timeout(self.action_timeout_ms)
+        st.context.set_default_navigation_timeout(self.nav_timeout_ms)
+        # A regex route is matched inside the Playwright driver: requests to the task's own sites never make
+        # a round trip through Python, only the ones to be blocked do.
+        allowed_re = "|".join(re.escape(o) for o in sorted(self.allowed)) or "(?!)"
+        st.context.route(
+            re.compile(rf"^(?!(?:{allowed_re})(?:[/?#]|$)|data:|about:|blob:)"), _weak(self._route)
+        )
+        st.context.on("page", _weak(self._on_page))
+        if cookies:
+            st.context.add_cookies(cookies)
+        self.pages, self.active, self.events, self.known_refs = [], 0, [], set()
+        st.context.new_page()  # _on_page registers it
+
+    @property
+    def request(self) -> Any:
+        """The context's HTTP client (shares cookies with the pages: used to log in fast)."""
+        return self._state.context.request
+
+    def close(self) -> None:
+        self.pages = []
+        self._finalizer()
+
+    # --- events --------------------------------------------------------------------------------
+    def _route(self, route: Any, *_: Any) -> None:
+        url = route.request.url
+        if url.startswith(("data:", "about:", "blob:")) or origin(url) in self.allowed:
+            route.continue_()
+        else:
+            self.events.append(f"blocked request to {origin(url)} (not one of the task's sites)")
+            route.abort("blockedbyclient")
+
+    def _on_page(self, page: Any, *_: Any) -> None:
+        page.on("dialog", _weak(self._on_dialog))
+        page.on("download", _weak(self._on_download))
+        page.on("close", _weak(self._on_close))
+        self.pages.append(page)
+        if len(self.pages) > 1:
+            self.events.append(f"new tab opened (tab {len(self.pages) - 1}); it is now active")
+        self.active = len(self.pages) - 1
+
+    def _on_close(self, page: Any, *_: Any) -> None:
+        if page in self.pages:
+            idx = self.pages.index(page)
+            self.pages.remove(page)
+            if self.active >= idx:
+                self.active = max(0, self.active - 1)
+
+    def _on_dialog(self, dialog: Any, *_: Any) -> None:
+        # Dialogs block the page until answered: accept so that the episode can go on, and tell the agent.
+        self.events.append(f"{dialog.type} dialog: {dialog.message!r} (accepted)")
+        try:
+            dialog.accept()
+        except Exception:  # noqa: BLE001
+            pass
+
+    def _on_download(self, download: Any, *_: Any) -> None:
+        name = os.path.basename(download.suggested_filename or "download")
+        target = Path(self._state.download_dir) / name
+        try:
+            download.save_as(str(target))
+            self.events.append(f"downloaded {name} ({target.stat().st_size} bytes)")
+        except Exception as exc:  # noqa: BLE001
+            self.events.append(f"download of {name} failed: {exc}")
+
+    def pop_events(self) -> list[str]:
+        events, self.events = self.events, []
+        return events
+
+    # --- actions -------------------------------------------------------------------------------
+    def goto(self, url: str) -> None:
+        page = self.page
+        if page is None:
+            self._state.context.new_page()
+            page = self.page
+        page.goto(url, wait_until="domcontentloaded")
+
+    def _locator(self, bid: str) -> Any:
+        if self.known_refs and bid not in self.known_refs:
+            raise ValueError(f"no element [{bid}] on the current page; use an id from the axtree")
+        return self.page.locator(f"aria-ref={bid}")
+
+    def execute(self, action: Action) -> str | None:
+        """Run ``action``; returns ``"stop"`` for the answer actions, else ``None``. Errors raise."""
+        a, name = action.args, action.name
+        if name in ("send_msg_to_user", "report_infeasible"):
+            return "stop"
+        if name == "noop":
+            wait = min(max(float(a["wait_ms"]), 0.0), 10_000.0)
+            if wait:
+                self.page.wait_for_timeout(wait)
+            return None
+        if name == "goto":
+            url = urljoin(self.page.url if self.page else "", a["url"])
+            if urlsplit(url).scheme not in ("http", "https") or origin(url) not in self.allowed:
+                raise ValueError(
+                    f"goto({a['url']!r}) is outside the task's sites: {', '.join(sorted(self.allowed))}"
+                )
+            self.goto(url)
+        elif name == "go_back":
+            self.page.go_back(wait_until="domcontentloaded")
+        elif name == "go_forward":
+            self.page.go_forward(wait_until="domcontentloaded")
+        elif name == "new_tab":
+            self._state.context.new_page()
+        elif name == "tab_close":
+            if len(self.pages) <= 1:
+                raise ValueError("cannot close the last tab")
+            self.page.close()
+        elif name == "tab_focus":
+            if not 0 <= a["index"] < len(self.pages):
+                raise ValueError(f"no tab {a['index']}; open tabs: 0..{len(self.pages) - 1}")
+            self.active = a["index"]
+            self.page.bring_to_front()
+        elif name == "scroll":
+            self.page.mouse.wheel(float(a["delta_x"]), float(a["delta_y"]))
+        else:
+            loc = self._locator(a["bid"])
+            if name == "click":
+                if a["button"] not in ("left", "right", "middle"):
+                    raise ValueError("click: button must be 'left', 'right' or 'middle'")
+                if loc.evaluate(_OPENS_TAB, timeout=self.action_timeout_ms):
+                    # The new page arrives asynchronously: wait for it so that this step's observation shows it.
+                    with self._state.context.expect_page(timeout=self.nav_timeout_ms):
+                        loc.click(button=a["button"])
+                else:
+                    loc.click(button=a["button"])
+            elif name == "dblclick":
+                loc.dblclick()
+            elif name == "hover":
+                loc.hover()
+            elif name == "fill":
+                loc.fill(a["value"])
+            elif name == "clear":
+                loc.clear()
+            elif name == "select_option":
+                opts = a["options"]
+                try:
+                    loc.select_option(label=opts)
+                except Exception:  # noqa: BLE001  (labels did not match: try option values)
+                    loc.select_option(value=opts)
+            elif name == "press":
+                loc.press(a["key_comb"])
+            elif name == "focus":
+                loc.focus()
+            elif name == "check":
+                loc.check()
+            elif name == "uncheck":
+                loc.uncheck()
+        self._settle()
+        return None
+
+    def _settle(self) -> None:
+        """Wait for a navigation the action started to reach DOMContentLoaded (local sites: a few ms)."""
+        page = self.page
+        if page is None:
+            return
+        try:
+            page.wait_for_load_state("domcontentloaded", timeout=self.nav_timeout_ms)
+        except Exception as exc:  # noqa: BLE001
+            if "closed" in str(exc).lower():
+                raise
+            self.events.append(f"page still loading after {self.nav_timeout_ms} ms")
+
+    # --- observation ---------------------------------------------------------------------------
+    def observe(self, screenshot: bool = False, html: bool = False) -> dict[str, Any]:
+        """url, title, axtree, open_pages (+ screenshot array, pruned html)."""
+        page = self.page
+        if page is None:
+            raise BrowserCrashed("no open page")
+        timings: dict[str, float] = {}
+        t = time.perf_counter()
+        try:
+            snap = page.aria_snapshot(mode="ai", timeout=self.nav_timeout_ms)
+        except Exception as exc:  # noqa: BLE001
+            if not self.alive() or "closed" in str(exc).lower():
+                raise BrowserCrashed(str(exc)) from exc
+            snap = f"- text: (the page could not be read: {str(exc).splitlines()[0][:120]})"
+        axtree = format_axtree(snap)
+        self.known_refs = set(re.findall(r"\[ref=([a-z0-9]+)\]", snap))
+        timings["axtree_s"] = time.perf_counter() - t
+        obs: dict[str, Any] = {
+            "url": page.url,
+            "axtree": axtree,
+            "open_pages": "\n".join(
+                f"{i}{'*' if i == self.active else ''} {p.url}" for i, p in enumerate(self.pages)
+            ),
+        }
+        if screenshot:
+            t = time.perf_counter()
+            obs["screenshot"] = self.screenshot()
+            timings["screenshot_s"] = time.perf_counter() - t
+        if html:
+            t = time.perf_counter()
+            try:
+                obs["html"] = prune_html(page.content())
+            except Exception:  # noqa: BLE001
+                obs["html"] = ""
+            timings["html_s"] = time.perf_counter() - t
+        try:
+            obs["title"] = _fresh_stack(
+                page.title
+            )  # the last Playwright call of every reset/step: see _fresh_stack
+        except Exception:  # noqa: BLE001  (mid-navigation)
+            obs["title"] = ""
+        obs["_timings"] = timings
+        return obs
+
+    def screenshot(self) -> np.ndarray:
+        import io
+
+        from PIL import Image
+
+        png = self.page.screenshot(type="png")
+        img = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"), dtype=np.uint8)
+        w, h = self.viewport
+        if img.shape != (h, w, 3):
+            out = np.zeros((h, w, 3), dtype=np.uint8)
+            out[: min(h, img.shape[0]), : min(w, img.shape[1])] = img[:h, :w]
+            img = out
+        return img

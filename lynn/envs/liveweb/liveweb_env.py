@@ -1,0 +1,431 @@
+"""``Lynn/LiveWeb-v0``: web tasks in a real Chromium on real (bundled or user) sites."""
+
+from __future__ import annotations
+
+import string
+import time
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from lynn.envs.liveweb.actions import Action, ActionError, parse_action
+from lynn.envs.liveweb.evaluators import EvalContext, evaluate, fill_placeholders
+from lynn.envs.liveweb.tasks import load_tasks
+
+OBS_MODES = ("text", "screenshot", "html", "all")
+MAX_TEXT = 2_000_000
+_SAMPLE_CHARSET = string.ascii_letters + string.digits + " _-.,:'\"()[]/\n" + "éß漢字🙂"
+
+
+class UnicodeText(spaces.Text):
+    """A Text space whose ``contains`` accepts any Unicode string up to ``max_length`` (Gymnasium's ``Text``
+    rejects characters outside its sampling charset, which page text and LLM actions are not bound to)."""
+
+    def __init__(self, max_length: int = MAX_TEXT, seed: int | np.random.Generator | None = None) -> None:
+        super().__init__(max_length=max_length, min_length=0, charset=_SAMPLE_CHARSET, seed=seed)
+
+    def sample(self, mask: Any = None, probability: Any = None) -> str:
+        # Short samples: a random "action" of a million characters helps nobody.
+        n = int(self.np_random.integers(0, min(self.max_length, 64) + 1))
+        chars = self.character_list
+        return "".join(chars[int(i)] for i in self.np_random.integers(0, len(chars), n))
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, str) and len(x) <= self.max_length
+
+    def __repr__(self) -> str:
+        return f"UnicodeText(max_length={self.max_length})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, UnicodeText) and other.max_length == self.max_length
+
+
+class LiveWebEnv(gym.Env):
+    """
+    ## Description
+    Web tasks in a real browser on real sites. By default the env serves three bundled sites (a
+    **shop**, a **forum** and the shop's **admin** back office: Starlette + SQLite apps with
+    deterministic seed data) from its own server process on loopback ports, and drives Debian's
+    Chromium through Playwright. Tasks use WebArena's JSON format (344 bundled instances of 43
+    templates: information seeking, navigation and content modification). Requests to any origin
+    outside the task's sites are blocked.
+
+    ## Action Space
+    A Unicode text: one BrowserGym-style action string, parsed with :mod:`ast` (literal arguments
+    only, never executed): ``click(bid)``, ``dblclick``, ``hover``, ``fill(bid, text)``,
+    ``select_option(bid, option)``, ``press(bid, keys)``, ``check``/``uncheck``, ``focus``, ``clear``,
+    ``scroll(dx, dy)``, ``goto(url)``, ``go_back()``, ``go_forward()``, ``new_tab()``, ``tab_close()``,
+    ``tab_focus(i)``, ``send_msg_to_user(text)`` (the answer; ends the episode),
+    ``report_infeasible(reason)`` (ends the episode) and ``noop(wait_ms=0)``. ``bid`` is an element id
+    shown as ``[e12]`` in the axtree.
+
+    ## Observation Space
+    A ``Dict`` of texts: ``goal``, ``url``, ``title``, ``axtree`` (the accessibility tree, one element
+    per line, interactive ones prefixed by their id), ``open_pages`` (one line per tab, ``*`` marks
+    the active one), ``last_action``, ``last_action_error``. ``obs_mode="screenshot"`` adds
+    ``screenshot`` (``Box(0, 255, (H, W, 3), uint8)``), ``"html"`` adds pruned ``html``, ``"all"`` both.
+
+    ## Rewards
+    0 on every step except the last: when the agent answers (``send_msg_to_user``) or reports the task
+    infeasible, the task's evaluators (``string_match``, ``url_match``, ``program_html``, ``db_check``)
+    score the final state and the reward is their product (0 or 1). A bad action gives 0 and a message
+    in ``info["error"]`` and ``last_action_error``; the episode goes on.
+
+    ## Episode End
+    Terminates on ``send_msg_to_user`` / ``report_infeasible``; truncated by the registry's
+    ``max_episode_steps`` (30).
+
+    ## Arguments
+    - ``tasks``: ``None`` (bundled bank), a path to a WebArena-format JSON file, or a list of task dicts.
+    - ``sites``: ``{name: base_url}`` of already running instances (e.g. a WebArena deployment); task
+      placeholders ``__NAME__`` are replaced by these URLs. Bundled sites not listed are served locally.
+    - ``split``: ``"train"``, ``"test"`` or ``None`` (all) — which tasks ``reset`` draws from.
+    - ``obs_mode``: ``"text"`` (default), ``"screenshot"``, ``"html"`` or ``"all"``.
+    - ``viewport``: ``(width, height)``; ``action_timeout_ms`` / ``nav_timeout_ms``: how long an element
+      action / a navigation may take before it is reported as an error.
+
+    ## Version History
+    - v0: initial version.
+    """
+
+    metadata = {"render_modes": ["rgb_array"]}
+
+    def __init__(
+        self,
+        tasks: str | Path | list[dict[str, Any]] | None = None,
+        sites: dict[str, str] | None = None,
+        split: str | None = None,
+        obs_mode: str = "text",
+        viewport: tuple[int, int] = (1280, 720),
+        action_timeout_ms: int = 3000,
+        nav_timeout_ms: int = 8000,
+        render_mode: str | None = None,
+    ) -> None:
+        if obs_mode not in OBS_MODES:
+            raise ValueError(f"obs_mode must be one of {OBS_MODES}, got {obs_mode!r}")
+        if render_mode not in (None, "rgb_array"):
+            raise ValueError("render_mode must be None or 'rgb_array'")
+        self.render_mode = render_mode
+        self.obs_mode = obs_mode
+        self.all_tasks = self._tasks_for(tasks, split)
+        if not self.all_tasks:
+            raise ValueError(f"no tasks in split {split!r}; choose 'train', 'test' or None")
+        self.by_id = {t["task_id"]: t for t in self.all_tasks}
+        self.user_sites = {k: v.rstrip("/") for k, v in (sites or {}).items()}
+        self.viewport = tuple(viewport)
+        self.action_timeout_ms = action_timeout_ms
+        self.nav_timeout_ms = nav_timeout_ms
+
+        obs: dict[str, spaces.Space] = {
+            k: UnicodeText()
+            for k in ("goal", "url", "title", "axtree", "open_pages", "last_action", "last_action_error")
+        }
+        if obs_mode in ("screenshot", "all"):
+            obs["screenshot"] = spaces.Box(0, 255, (self.viewport[1], self.viewport[0], 3), np.uint8)
+        if obs_mode in ("html", "all"):
+            obs["html"] = UnicodeText()
+        self.observation_space = spaces.Dict(obs)
+        self.action_space = UnicodeText(max_length=4096)
+
+        self.server: Any = None
+        self.browser: Any = None
+        self.task: dict[str, Any] | None = None
+        self.urls: dict[str, str] = {}
+        self._last_obs: dict[str, Any] | None = None
+        self._done = False
+
+    # --- tasks ---------------------------------------------------------------------------------
+    @staticmethod
+    def _tasks_for(tasks: Any, split: str | None) -> list[dict[str, Any]]:
+        if split not in (None, "train", "test"):
+            raise ValueError(f"split must be 'train', 'test' or None, got {split!r}")
+        loaded = load_tasks(tasks)
+        return [t for t in loaded if split is None or t.get("split") == split]
+
+    @classmethod
+    def list_tasks(cls, split: str | None = None, tasks: Any = None, **_: Any) -> list[dict[str, Any]]:
+        """The task list (``task_id``, ``split``, ``description``, ``sites``, ``kind``) without starting anything."""
+        return [
+            {
+                "task_id": t["task_id"],
+                "split": t.get("split"),
+                "description": t["intent"],
+                "sites": t.get("sites", []),
+                "kind": t.get("kind"),
+            }
+            for t in cls._tasks_for(tasks, split)
+        ]
+
+    # --- processes -----------------------------------------------------------------------------
+    def _ensure_server(self) -> None:
+        from lynn.envs.liveweb.sites.server import SITE_NAMES, SiteServer
+
+        used = {s for t in self.all_tasks for s in t.get("sites") or SITE_NAMES}
+        needed = tuple(s for s in SITE_NAMES if s in used and s not in self.user_sites)
+        if not needed:
+            return
+        if self.server is None:
+            self.server = SiteServer(needed)
+        elif not self.server.alive():
+            self.server.start()
+
+    def _site_urls(self) -> dict[str, str]:
+        urls = dict(self.server.urls) if self.server is not None else {}
+        urls.update(self.user_sites)
+        return urls
+
+    def _ensure_browser(self) -> None:
+        if self.browser is None:
+            from lynn.envs.liveweb.browser import BrowserSession
+
+            self.browser = BrowserSession(
+                viewport=self.viewport,
+                action_timeout_ms=self.action_timeout_ms,
+                nav_timeout_ms=self.nav_timeout_ms,
+            )
+
+    def _open_episode(self, url: str) -> None:
+        """A fresh browser context allowed onto the task's sites, logged in as the task says, at ``url``."""
+        assert self.task is not None
+        names = self.task.get("sites") or list(self.urls)
+        allowed = {self.urls[n] for n in names if n in self.urls} | set(self.user_sites.values())
+        self.browser.new_context(allowed)
+        self._login()
+        self.browser.goto(url)
+
+    def _login(self) -> None:
+        from lynn.envs.liveweb.sites.seed import ADMIN_PASSWORD, ADMIN_USER, DEFAULT_PASSWORD
+
+        assert self.task is not None
+        for site, user in (self.task.get("login") or {}).items():
+            if site not in self.urls:
+                continue
+            password = ADMIN_PASSWORD if user == ADMIN_USER else DEFAULT_PASSWORD
+            if isinstance(user, dict):  # user instances: {"username": ..., "password": ..., "path": "/login"}
+                password, path, user = (
+                    user.get("password", ""),
+                    user.get("path", "/login"),
+                    user.get("username", ""),
+                )
+            else:
+                path = "/login"
+            resp = self.browser.request.post(
+                self.urls[site] + path, form={"username": user, "password": password}, max_redirects=0
+            )
+            if resp.status not in (200, 302, 303):
+                raise RuntimeError(f"login to {site} as {user} failed: HTTP {resp.status}")
+
+    # --- gym API -------------------------------------------------------------------------------
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:
+        super().reset(seed=seed)
+        t0 = time.perf_counter()
+        timings: dict[str, float] = {}
+        options = options or {}
+        if "task_id" in options and options["task_id"] is not None:
+            tid = str(options["task_id"])
+            if tid not in self.by_id:
+                raise ValueError(f"unknown task_id {tid!r}; see LiveWebEnv.list_tasks()")
+            self.task = self.by_id[tid]
+        else:
+            self.task = self.all_tasks[int(self.np_random.integers(len(self.all_tasks)))]
+        self._ensure_server()
+        if self.server is not None:
+            t = time.perf_counter()
+            self.server.restore()
+            timings["restore_s"] = time.perf_counter() - t
+        self.urls = self._site_urls()
+        self._ensure_browser()
+        t = time.perf_counter()
+        start = fill_placeholders(self.task.get("start_url") or "", self.urls) or next(
+            iter(self.urls.values())
+        )
+        events: list[str] = []
+        try:
+            self._open_episode(start)
+        except Exception as exc:  # noqa: BLE001  (a crashed browser: relaunch once, then let it raise)
+            events.append(f"browser restarted during reset: {str(exc).splitlines()[0][:160]}")
+            self.browser.close()
+            self.browser = None
+            self._ensure_browser()
+            self._open_episode(start)
+        timings["context_s"] = time.perf_counter() - t
+        self._done = False
+        self.answer: str | None = None
+        self.infeasible = False
+        obs = self._observe("", "", timings)
+        timings["total_s"] = time.perf_counter() - t0
+        info = {
+            "task_id": self.task["task_id"],
+            "error": None,
+            "timings": timings,
+            "events": events + self.browser.pop_events(),
+        }
+        return obs, info
+
+    def _observe(self, last_action: str, error: str, timings: dict[str, float]) -> dict[str, Any]:
+        from lynn.envs.liveweb.browser import BrowserCrashed
+
+        t = time.perf_counter()
+        want_shot = self.obs_mode in ("screenshot", "all")
+        want_html = self.obs_mode in ("html", "all")
+        try:
+            raw = self.browser.observe(screenshot=want_shot, html=want_html)
+        except BrowserCrashed as exc:
+            error = (error + "; " if error else "") + self._recover(
+                f"browser crashed while observing ({exc})"
+            )
+            raw = self.browser.observe(screenshot=want_shot, html=want_html)
+        timings.update(raw.pop("_timings", {}))
+        timings["observe_s"] = time.perf_counter() - t
+        assert self.task is not None
+        obs = {
+            "goal": self.task["intent"],
+            "url": raw["url"],
+            "title": raw["title"],
+            "axtree": raw["axtree"][:MAX_TEXT],
+            "open_pages": raw["open_pages"],
+            "last_action": last_action[:4096],
+            "last_action_error": error[:MAX_TEXT],
+        }
+        if want_shot:
+            obs["screenshot"] = raw["screenshot"]
+        if want_html:
+            obs["html"] = raw["html"][:MAX_TEXT]
+        self._last_obs = obs
+        return obs
+
+    def _recover(self, why: str) -> str:
+        """Restart whatever died (server, browser) and reopen the last URL in a fresh, logged-in context."""
+        url = (self._last_obs or {}).get("url") or fill_placeholders(
+            self.task.get("start_url", ""), self.urls
+        )
+        if self.server is not None and not self.server.alive():
+            self.server.start()  # same ports, so URLs stay valid
+            why += "; site server restarted"
+        if not self.browser.alive():
+            why += "; browser restarted"
+        try:
+            self._open_episode(url)
+        except Exception:  # noqa: BLE001  (the last URL itself may be the problem: go to the start page)
+            self._open_episode(fill_placeholders(self.task.get("start_url", ""), self.urls))
+        return why + f"; reopened {url}"
+
+    def step(self, action: Any) -> tuple[dict, float, bool, bool, dict]:
+        if self.task is None:
+            raise RuntimeError("call reset() before step()")
+        t0 = time.perf_counter()
+        timings: dict[str, float] = {}
+        text = action if isinstance(action, str) else repr(action)
+        error = ""
+        reward, terminated = 0.0, False
+        info: dict[str, Any] = {"task_id": self.task["task_id"]}
+        if self._done:
+            error = "the episode has ended; call reset()"
+        else:
+            recovered = False
+            if self.server is not None and not self.server.alive():
+                # The page was reopened, so the agent's element ids are stale: report, do not act.
+                error = self._recover("the site server had died") + "; the action was not executed"
+                recovered = True
+            try:
+                parsed: Action | None = parse_action(action)
+            except ActionError as exc:
+                parsed = None
+                error = str(exc)
+            if parsed is not None and not recovered:
+                t = time.perf_counter()
+                error = self._execute(parsed) or error
+                timings["action_s"] = time.perf_counter() - t
+                if parsed.name in ("send_msg_to_user", "report_infeasible"):
+                    self.answer = parsed.args.get("text")
+                    self.infeasible = parsed.name == "report_infeasible"
+                    t = time.perf_counter()
+                    score, notes = self._evaluate()
+                    timings["eval_s"] = time.perf_counter() - t
+                    reward, terminated = float(score), True
+                    info.update(success=score >= 1.0, score=score, eval=notes)
+                    self._done = True
+        events = self.browser.pop_events()
+        obs = self._observe(text, error, timings)
+        events += self.browser.pop_events()
+        if events and not error and any(e.startswith("blocked") for e in events):
+            obs["last_action_error"] = "; ".join(e for e in events if e.startswith("blocked"))
+        timings["total_s"] = time.perf_counter() - t0
+        info.update(error=error or None, timings=timings, events=events)
+        return obs, reward, terminated, False, info
+
+    def _execute(self, action: Action) -> str:
+        """Run one parsed action; returns an error message ('' if it worked)."""
+        try:
+            self.browser.execute(action)
+            return ""
+        except Exception as exc:  # noqa: BLE001  (every failure is a message for the agent)
+            msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            msg = msg.replace("Locator.", "").replace("Page.", "")[:300]
+            if not self.browser.alive():
+                return self._recover(f"{action.name} failed: the browser crashed ({msg})")
+            if self.server is not None and not self.server.alive():
+                return self._recover(f"{action.name} failed: the site server died ({msg})")
+            return f"{action.name} failed: {msg}"
+
+    def _page_text(self, url: str, locator: str) -> str:
+        page = self.browser.page
+        own = page is None or page.url.rstrip("/") != url.rstrip("/")
+        if own:
+            page = self.browser._state.context.new_page()
+            page.goto(url, wait_until="domcontentloaded")
+        try:
+            if not locator:
+                return page.inner_text("body")
+            if locator.startswith(("document.", "func:", "[...document")):
+                return str(
+                    page.evaluate(locator.removeprefix("func:"))
+                )  # runs in the page's sandbox, not Python
+            return page.locator(locator).first.inner_text(timeout=2000)
+        finally:
+            if own:
+                page.close()
+
+    def _evaluate(self) -> tuple[float, list[str]]:
+        assert self.task is not None
+        db = {}
+        if self.server is not None:
+            db = {s: self.server.db_path(s) for s in self.server.sites}
+        ctx = EvalContext(
+            answer=self.answer,
+            infeasible=self.infeasible,
+            url=self.browser.page.url if self.browser.page else "",
+            sites=self.urls,
+            page_text=self._page_text,
+            db=db,
+        )
+        try:
+            return evaluate(self.task, ctx)
+        except Exception as exc:  # noqa: BLE001  (a broken task file must not kill the episode loop)
+            return 0.0, [f"evaluation failed: {type(exc).__name__}: {exc}"]
+
+    def render(self) -> np.ndarray | None:
+        if self.render_mode == "rgb_array" and self.browser is not None and self.browser.page is not None:
+            return self.browser.screenshot()
+        return None
+
+    def close(self) -> None:
+        if self.browser is not None:
+            self.browser.close()
+            self.browser = None
+        if self.server is not None:
+            self.server.close()
+            self.server = None
+        super().close()
+
+    def process_ids(self) -> list[int]:
+        """PIDs of the processes this env owns (site server, chromium), for leak checks."""
+        pids = []
+        if self.server is not None and self.server.alive():
+            pids.append(self.server.pid)
+        if self.browser is not None:
+            pids += self.browser.browser_pids()
+        return pids

@@ -1,0 +1,122 @@
+"""Each evaluator type passes the right final state and fails a wrong one."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from lynn.envs.liveweb.evaluators import EvalContext, evaluate, fill_placeholders, normalize
+
+SITES = {"shop": "http://127.0.0.1:9001", "forum": "http://127.0.0.1:9002"}
+
+
+def _task(**eval_spec: object) -> dict:
+    return {"task_id": "t", "intent": "x", "eval": eval_spec}
+
+
+def test_string_match_exact() -> None:
+    task = _task(eval_types=["string_match"], reference_answers={"exact_match": "$48.44"})
+    assert evaluate(task, EvalContext(answer=" $48.44. "))[0] == 1.0
+    assert evaluate(task, EvalContext(answer="$48.45"))[0] == 0.0
+    assert evaluate(task, EvalContext(answer=None))[0] == 0.0
+
+
+def test_string_match_must_include_and_alternatives() -> None:
+    task = _task(eval_types=["string_match"], reference_answers={"must_include": ["Acme", "blue |OR| navy"]})
+    assert evaluate(task, EvalContext(answer="The ACME kettle in navy"))[0] == 1.0
+    assert evaluate(task, EvalContext(answer="The Acme kettle in red"))[0] == 0.0
+
+
+def test_string_match_infeasible_needs_report_infeasible() -> None:
+    task = _task(eval_types=["string_match"], reference_answers={"fuzzy_match": "N/A"})
+    assert evaluate(task, EvalContext(answer=None, infeasible=True))[0] == 1.0
+    assert evaluate(task, EvalContext(answer="N/A"))[0] == 0.0
+
+
+def test_url_match_ignores_param_order_and_empty_params() -> None:
+    task = _task(eval_types=["url_match"], reference_url="__SHOP__/category/books?sort=price_asc")
+    good = EvalContext(url="http://127.0.0.1:9001/category/books/?max_price=&sort=price_asc", sites=SITES)
+    assert evaluate(task, good)[0] == 1.0
+    wrong_sort = EvalContext(url="http://127.0.0.1:9001/category/books?sort=price_desc", sites=SITES)
+    wrong_site = EvalContext(url="http://127.0.0.1:9002/category/books?sort=price_asc", sites=SITES)
+    assert evaluate(task, wrong_sort)[0] == 0.0
+    assert evaluate(task, wrong_site)[0] == 0.0
+
+
+def test_url_match_alternatives() -> None:
+    task = _task(eval_types=["url_match"], reference_url="__FORUM__/f/a |OR| __FORUM__/f/b")
+    assert evaluate(task, EvalContext(url="http://127.0.0.1:9002/f/b", sites=SITES))[0] == 1.0
+    assert evaluate(task, EvalContext(url="http://127.0.0.1:9002/f/c", sites=SITES))[0] == 0.0
+
+
+def test_program_html_reads_the_page() -> None:
+    pages = {
+        ("http://127.0.0.1:9002/post/1", "h1"): "Weekend project report",
+        ("http://127.0.0.1:9002/post/1", ""): "Weekend project report\nStatus: shipped",
+    }
+    task = _task(
+        eval_types=["program_html"],
+        program_html=[
+            {"url": "last", "locator": "h1", "required_contents": {"exact_match": "Weekend project report"}},
+            {
+                "url": "__FORUM__/post/1",
+                "locator": "",
+                "required_contents": {"must_include": ["status: SHIPPED"]},
+            },
+        ],
+    )
+    ctx = EvalContext(
+        url="http://127.0.0.1:9002/post/1", sites=SITES, page_text=lambda u, loc: pages[(u, loc)]
+    )
+    assert evaluate(task, ctx)[0] == 1.0
+    pages[("http://127.0.0.1:9002/post/1", "h1")] = "Another title"
+    assert evaluate(task, ctx)[0] == 0.0
+    missing = EvalContext(
+        url="http://127.0.0.1:9002/post/2", sites=SITES, page_text=lambda u, loc: pages[(u, loc)]
+    )
+    score, notes = evaluate(task, missing)
+    assert score == 0.0 and "cannot read" in notes[0]
+
+
+def test_db_check_queries_the_site_database(tmp_path: Path) -> None:
+    db = tmp_path / "shop.db"
+    con = sqlite3.connect(db)
+    con.execute("CREATE TABLE cart (customer INTEGER, product INTEGER, qty INTEGER)")
+    con.execute("INSERT INTO cart VALUES (1, 7, 3)")
+    con.commit()
+    con.close()
+    check = {
+        "site": "shop",
+        "query": "SELECT qty FROM cart WHERE customer = ? AND product = ?",
+        "params": [1, 7],
+    }
+    right = _task(eval_types=["db_check"], db_check=[{**check, "expected": 3}])
+    wrong = _task(eval_types=["db_check"], db_check=[{**check, "expected": 2}])
+    ctx = EvalContext(db={"shop": db})
+    assert evaluate(right, ctx)[0] == 1.0
+    assert evaluate(wrong, ctx)[0] == 0.0
+    nothing = _task(eval_types=["db_check"], db_check=[{**check, "params": [2, 7], "expected": 3}])
+    assert evaluate(nothing, ctx)[0] == 0.0
+    # The evaluator opens the database read-only: a task file cannot change the sites' state.
+    evil = _task(
+        eval_types=["db_check"], db_check=[{"site": "shop", "query": "DELETE FROM cart", "expected": None}]
+    )
+    assert evaluate(evil, ctx)[0] == 0.0
+    assert sqlite3.connect(db).execute("SELECT COUNT(*) FROM cart").fetchone()[0] == 1
+
+
+def test_scores_multiply_and_unknown_types_fail() -> None:
+    task = _task(
+        eval_types=["string_match", "url_match"],
+        reference_answers={"exact_match": "ok"},
+        reference_url="__SHOP__/",
+    )
+    assert evaluate(task, EvalContext(answer="ok", url="http://127.0.0.1:9001/", sites=SITES))[0] == 1.0
+    assert evaluate(task, EvalContext(answer="ok", url="http://127.0.0.1:9001/cart", sites=SITES))[0] == 0.0
+    score, notes = evaluate(_task(eval_types=["llm_judge"]), EvalContext(answer="x"))
+    assert score == 0.0 and "unsupported" in notes[0]
+
+
+def test_helpers() -> None:
+    assert fill_placeholders("__SHOP__/x", {"shop": "http://h:1/"}) == "http://h:1/x"
+    assert normalize('  "Hello   World." ') == "hello world"
