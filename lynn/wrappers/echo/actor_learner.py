@@ -450,7 +450,11 @@ class ActorLearner:
                 else:
                     busy += time.perf_counter() - t0
                 record = dict(metrics or {})
-                record.update(step=coord.t, max_staleness=max(coord.t - 1 - r.version for r in batch))
+                record.update(
+                    step=coord.t,
+                    max_staleness=max(coord.t - 1 - r.version for r in batch),
+                    time_s=time.perf_counter() - start,
+                )
                 stats.metrics.append(record)
             end = time.perf_counter()
             # Let requests in flight finish so that every dispatched rollout is accounted for.
