@@ -228,7 +228,9 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
                 raise ValueError(f"unknown or unimplemented task_id {task_id!r}")
             self.specs[task_id] = all_specs[task_id]
         spec = self.specs[task_id]
+        t_revert = time.perf_counter()
         self._snapshot = self.chain.revert(self._snapshot)
+        t_reverted = time.perf_counter()
         self.world.forget_nonces()
         self._reset_state()
         globals_ = {"native": self.profile.native, "wrapped": self.profile.wrapped, "dex": self.profile.dex}
@@ -249,7 +251,12 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
             "task_id": task_id,
             "split": spec.split,
             "error": None,
-            "timings": {"revert_s": t_chain - t0, "setup_s": t_end - t_chain, "reset_s": t_end - t0},
+            "timings": {
+                "genesis_s": t_chain - t0,
+                "revert_s": t_reverted - t_revert,
+                "setup_s": t_end - t_reverted,
+                "reset_s": t_end - t0,
+            },
         }
         return self._obs(), info
 
@@ -505,9 +512,22 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
             return "done"
         return ""
 
+    def _contract_lines(self) -> list[str]:
+        # Static for the life of the chain: built once, not at every observation.
+        cached = getattr(self, "_contract_lines_cache", None)
+        if cached is None:
+            from lynn.envs.evmquest.world import ROLE_ARTIFACT, artifact, function_summary
+
+            cached = []
+            for role, name in sorted(self.names.items(), key=lambda kv: kv[1]):
+                fns = function_summary(artifact(ROLE_ARTIFACT[role])["abi"])
+                cached.append(f"- {name}: {self.world.addresses[role]} — {'; '.join(fns[:40])}")
+            self._contract_lines_cache = cached
+        return cached
+
     def prompt(self) -> str:
         """A complete prompt for an LLM agent."""
-        from lynn.envs.evmquest.world import MAX_FEE, ROLE_ARTIFACT, artifact, function_summary
+        from lynn.envs.evmquest.world import MAX_FEE
 
         assert self.instance is not None
         p = self.profile
@@ -518,10 +538,7 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
             "",
             "Contracts (name: address — functions):",
         ]
-        for role, name in sorted(self.names.items(), key=lambda kv: kv[1]):
-            fns = function_summary(artifact(ROLE_ARTIFACT[role])["abi"])
-            shown = "; ".join(fns[:40])
-            lines.append(f"- {name}: {self.world.addresses[role]} — {shown}")
+        lines += self._contract_lines()
         mode = (
             "Reply with Python source defining execute_skill(w3, agent_address, contracts) -> dict. `w3` is a web3.py "
             "Web3 connected through a read-only JSON-RPC proxy (eth_call, eth_getBalance, ...; eth_signTypedData_v4 "
@@ -567,6 +584,7 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
             self.chain.close()
             self.chain = None
             self.world = None
+            self._contract_lines_cache = None
         super().close()
 
 

@@ -272,7 +272,7 @@ def task(task_id: str, **kwargs: Any) -> None:
 
 
 def bal(w: World, role: str, who: str) -> int:
-    return int(w.contract(role).functions.balanceOf(who).call())
+    return int(w.reader(role).functions.balanceOf(who).call())
 
 
 def native(w: World, who: str) -> int:
@@ -349,7 +349,7 @@ task(
 
 
 def _m_fallback(w: World, p: dict[str, Any]) -> dict[str, Any]:
-    c = w.contract("fallback").functions
+    c = w.reader("fallback").functions
     return {
         "agent_native": native(w, AGENT.address),
         "received": c.receivedFrom(AGENT.address).call(),
@@ -461,14 +461,14 @@ def _m_erc20(w: World, p: dict[str, Any]) -> dict[str, Any]:
     token = p.get("token", "stable")
     out = {
         "agent_token": bal(w, token, AGENT.address),
-        "supply": int(w.contract(token).functions.totalSupply().call()),
+        "supply": int(w.reader(token).functions.totalSupply().call()),
     }
     if "recipient" in p:
         out["recipient_token"] = bal(w, token, p["recipient"])
     if "spender" in p:
-        out["allowance"] = int(w.contract(token).functions.allowance(AGENT.address, p["spender"]).call())
+        out["allowance"] = int(w.reader(token).functions.allowance(AGENT.address, p["spender"]).call())
         if token in ("stable", "stable2", "gov"):
-            out["nonce"] = int(w.contract(token).functions.nonces(AGENT.address).call())
+            out["nonce"] = int(w.reader(token).functions.nonces(AGENT.address).call())
     return out
 
 
@@ -669,7 +669,7 @@ def _m_transfer_from(w: World, p: dict[str, Any]) -> dict[str, Any]:
     return {
         "friend_token": bal(w, "stable", FRIEND.address),
         "recipient_token": bal(w, "stable", p["recipient"]),
-        "allowance": int(w.contract("stable").functions.allowance(FRIEND.address, AGENT.address).call()),
+        "allowance": int(w.reader("stable").functions.allowance(FRIEND.address, AGENT.address).call()),
     }
 
 
@@ -695,13 +695,13 @@ task(
 
 
 def _m_1363(w: World, p: dict[str, Any]) -> dict[str, Any]:
-    r = w.contract("receiver1363").functions
+    r = w.reader("receiver1363").functions
     return {
         "received": r.received(AGENT.address).call(),
         "approved_by": r.approvedBy(AGENT.address).call(),
         "callbacks": r.callbacks().call(),
         "allowance": int(
-            w.contract("pay1363").functions.allowance(AGENT.address, w.addresses["receiver1363"]).call()
+            w.reader("pay1363").functions.allowance(AGENT.address, w.addresses["receiver1363"]).call()
         ),
         "agent_token": bal(w, "pay1363", AGENT.address),
     }
@@ -746,12 +746,12 @@ task(
 
 
 def _m_flash(w: World, p: dict[str, Any]) -> dict[str, Any]:
-    b = w.contract("flash_borrower").functions
+    b = w.reader("flash_borrower").functions
     return {
         "loans": b.loans().call(),
         "last_amount": b.lastAmount().call(),
         "initiator": b.lastInitiator().call(),
-        "supply": int(w.contract("flash").functions.totalSupply().call()),
+        "supply": int(w.reader("flash").functions.totalSupply().call()),
     }
 
 
@@ -779,7 +779,7 @@ task(
 
 # --- NFTs --------------------------------------------------------------------------------------
 def _m_nft(w: World, p: dict[str, Any]) -> dict[str, Any]:
-    n = w.contract("nft").functions
+    n = w.reader("nft").functions
     tid = int(p.get("token_id", AGENT_NFTS[0]))
     out = {
         "owner": n.ownerOf(tid).call(),
@@ -864,7 +864,7 @@ task(
 
 
 def _m_1155(w: World, p: dict[str, Any]) -> dict[str, Any]:
-    m = w.contract("multi").functions
+    m = w.reader("multi").functions
     tid = int(p["item_id"])
     return {
         "agent_items": m.balanceOf(AGENT.address, tid).call(),
@@ -934,12 +934,12 @@ task(
 # --- plain contract calls ----------------------------------------------------------------------
 def _m_contracts(w: World, p: dict[str, Any]) -> dict[str, Any]:
     return {
-        "count": w.contract("counter").functions.count().call(),
-        "donated": w.contract("donation").functions.donations(AGENT.address).call(),
-        "message": w.contract("board").functions.messageOf(AGENT.address).call(),
-        "caller_value": w.contract("delegate_caller").functions.value().call(),
-        "target_value": w.contract("delegate_target").functions.value().call(),
-        "caller_sender": w.contract("delegate_caller").functions.lastSender().call(),
+        "count": w.reader("counter").functions.count().call(),
+        "donated": w.reader("donation").functions.donations(AGENT.address).call(),
+        "message": w.reader("board").functions.messageOf(AGENT.address).call(),
+        "caller_value": w.reader("delegate_caller").functions.value().call(),
+        "target_value": w.reader("delegate_target").functions.value().call(),
+        "caller_sender": w.reader("delegate_caller").functions.lastSender().call(),
     }
 
 
@@ -1032,7 +1032,7 @@ def _m_dex(w: World, p: dict[str, Any]) -> dict[str, Any]:
         "pair_wrapped_gov",
     ):
         out[f"agent_{role}"] = bal(w, role, AGENT.address)
-    router = w.contract("router").functions
+    router = w.reader("router").functions
     if "path" in p and "amount" in p:
         path = [w.addresses[r] for r in swap_path(p)]
         out["quote_out"] = int(router.getAmountsOut(wei(p["amount"]), path).call()[-1])
@@ -1299,7 +1299,7 @@ task(
 # --- staking -----------------------------------------------------------------------------------
 def _m_pool(w: World, p: dict[str, Any]) -> dict[str, Any]:
     pool = p.get("pool", "lp_farm")
-    f = w.contract(pool).functions
+    f = w.reader(pool).functions
     token = "gov" if pool == "staking_pool" else "pair_wrapped_stable"
     return {
         "staked": f.stakedBalance(AGENT.address).call(),
@@ -1425,7 +1425,7 @@ query(
     lambda p, n: query_script(
         n[p["pair"]], "UniswapV2Pair", ["getReserves"], "list(contract.functions.getReserves().call()[:2])"
     ),
-    lambda w, p: [int(x) for x in w.contract(p["pair"]).functions.getReserves().call()[:2]],
+    lambda w, p: [int(x) for x in w.reader(p["pair"]).functions.getReserves().call()[:2]],
 )
 query(
     "query_swap_output_amount",
@@ -1436,7 +1436,7 @@ query(
         f'contract.functions.getAmountsOut(w3.to_wei({p["amount"]!r}, "ether"), {_path(n, swap_path(p))}).call()[-1]',
     ),
     lambda w, p: int(
-        w.contract("router")
+        w.reader("router")
         .functions.getAmountsOut(wei(p["amount"]), [w.addresses[r] for r in swap_path(p)])
         .call()[-1]
     ),
@@ -1450,7 +1450,7 @@ query(
         f'contract.functions.getAmountsIn(w3.to_wei({p["amount"]!r}, "ether"), {_path(n, swap_path(p))}).call()[0]',
     ),
     lambda w, p: int(
-        w.contract("router")
+        w.reader("router")
         .functions.getAmountsIn(wei(p["amount"]), [w.addresses[r] for r in swap_path(p)])
         .call()[0]
     ),
@@ -1475,21 +1475,21 @@ query(
         ["allowance"],
         f"contract.functions.allowance({p['owner']!r}, agent_address).call()",
     ),
-    lambda w, p: int(w.contract("stable").functions.allowance(p["owner"], AGENT.address).call()),
+    lambda w, p: int(w.reader("stable").functions.allowance(p["owner"], AGENT.address).call()),
 )
 query(
     "query_nft_owner",
     lambda p, n: query_script(
         n["nft"], "LynnNFT", ["ownerOf"], f"contract.functions.ownerOf({int(p['token_id'])}).call()"
     ),
-    lambda w, p: w.contract("nft").functions.ownerOf(int(p["token_id"])).call(),
+    lambda w, p: w.reader("nft").functions.ownerOf(int(p["token_id"])).call(),
 )
 query(
     "query_nft_balance",
     lambda p, n: query_script(
         n["nft"], "LynnNFT", ["balanceOf"], f"contract.functions.balanceOf({p['account']!r}).call()"
     ),
-    lambda w, p: int(w.contract("nft").functions.balanceOf(p["account"]).call()),
+    lambda w, p: int(w.reader("nft").functions.balanceOf(p["account"]).call()),
     decimals=0,
 )
 query(
@@ -1497,7 +1497,7 @@ query(
     lambda p, n: query_script(
         n["nft"], "LynnNFT", ["tokenURI"], f"contract.functions.tokenURI({int(p['token_id'])}).call()"
     ),
-    lambda w, p: w.contract("nft").functions.tokenURI(int(p["token_id"])).call(),
+    lambda w, p: w.reader("nft").functions.tokenURI(int(p["token_id"])).call(),
 )
 task(
     "query_nft_approval_status",
@@ -1509,7 +1509,7 @@ task(
     ),
     checks=lambda v: [c_answer(v, v.after["truth"], 100)],
     measure=lambda w, p: {
-        "truth": bool(w.contract("nft").functions.isApprovedForAll(AGENT.address, p["operator"]).call())
+        "truth": bool(w.reader("nft").functions.isApprovedForAll(AGENT.address, p["operator"]).call())
     },
     setup=lambda w, p: (
         w.call(AGENT, "nft", "setApprovalForAll", p["operator"], True) if p["approved"] else None
@@ -1523,7 +1523,7 @@ query(
         ["stakedBalance"],
         "contract.functions.stakedBalance(agent_address).call()",
     ),
-    lambda w, p: int(w.contract(p["pool"]).functions.stakedBalance(AGENT.address).call()),
+    lambda w, p: int(w.reader(p["pool"]).functions.stakedBalance(AGENT.address).call()),
 )
 query(
     "query_pending_rewards",
@@ -1533,7 +1533,7 @@ query(
         ["pendingReward"],
         "contract.functions.pendingReward(agent_address).call()",
     ),
-    lambda w, p: int(w.contract(p["pool"]).functions.pendingReward(AGENT.address).call()),
+    lambda w, p: int(w.reader(p["pool"]).functions.pendingReward(AGENT.address).call()),
 )
 query(
     "query_token_metadata",
@@ -1544,7 +1544,7 @@ query(
         '{"name": contract.functions.name().call(), "symbol": contract.functions.symbol().call(), "decimals": contract.functions.decimals().call()}',
     ),
     lambda w, p: {
-        k: getattr(w.contract(p["token"]).functions, k)().call() for k in ("name", "symbol", "decimals")
+        k: getattr(w.reader(p["token"]).functions, k)().call() for k in ("name", "symbol", "decimals")
     },
 )
 query(
@@ -1552,7 +1552,7 @@ query(
     lambda p, n: query_script(
         n[p["token"]], "LynnToken", ["totalSupply"], "contract.functions.totalSupply().call()"
     ),
-    lambda w, p: int(w.contract(p["token"]).functions.totalSupply().call()),
+    lambda w, p: int(w.reader(p["token"]).functions.totalSupply().call()),
 )
 query(
     "query_current_block_number",

@@ -13,10 +13,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from eth_abi import decode as abi_decode
 from eth_abi import encode as abi_encode
 from eth_account import Account
 from eth_account.signers.local import LocalAccount
-from eth_utils import keccak
+from eth_utils import keccak, to_checksum_address
 
 from lynn.envs.evmquest.chain import Chain, ChainError
 
@@ -175,6 +176,21 @@ class World:
             address=self.addresses[role], abi=artifact(ROLE_ARTIFACT[role])["abi"]
         )
 
+    def reader(self, role: str) -> _Reader:
+        """Fast read-only view of ``role``: ``reader(role).functions.fn(*args).call()``."""
+        return _Reader(self, role)
+
+    def read(self, role: str, fn: str, *args: Any) -> Any:
+        """Call view function ``fn`` of ``role`` (one output -> the value, several -> a tuple)."""
+        inputs, outputs, sel = _function_abi(ROLE_ARTIFACT[role], fn, len(args))
+        data = "0x" + sel + abi_encode(inputs, list(args)).hex()
+        raw = self.chain.eth_call(self.addresses[role], data)
+        values = tuple(
+            to_checksum_address(v) if t == "address" else v
+            for t, v in zip(outputs, abi_decode(outputs, raw), strict=True)
+        )
+        return values[0] if len(values) == 1 else values
+
     def abi(self, role: str) -> list[dict[str, Any]]:
         return artifact(ROLE_ARTIFACT[role])["abi"]
 
@@ -222,6 +238,38 @@ class World:
     def forget_nonces(self) -> None:
         """Nonces change on revert: read them from the chain again."""
         self.nonces.clear()
+
+
+@cache
+def _function_abi(artifact_name: str, fn: str, n_args: int) -> tuple[list[str], list[str], str]:
+    for item in artifact(artifact_name)["abi"]:
+        if item.get("type") == "function" and item["name"] == fn and len(item["inputs"]) == n_args:
+            inputs = [i["type"] for i in item["inputs"]]
+            outputs = [o["type"] for o in item["outputs"]]
+            return inputs, outputs, keccak(text=f"{fn}({','.join(inputs)})")[:4].hex()
+    raise AttributeError(f"{artifact_name} has no function {fn} with {n_args} argument(s)")
+
+
+class _Reader:
+    def __init__(self, world: World, role: str) -> None:
+        self._world = world
+        self._role = role
+
+    @property
+    def functions(self) -> _Reader:
+        return self
+
+    def __getattr__(self, fn: str) -> Any:
+        world, role = self._world, self._role
+
+        class _Bound:
+            def __init__(self, *args: Any) -> None:
+                self.args = args
+
+            def call(self) -> Any:
+                return world.read(role, fn, *self.args)
+
+        return _Bound
 
 
 def deploy_world(chain: Chain, profile: Profile) -> World:
