@@ -6,6 +6,7 @@ learn online (bandits) also get every transition through :meth:`Agent.observe`.
 
 from __future__ import annotations
 
+import abc
 import importlib
 from typing import Any
 
@@ -22,7 +23,7 @@ __all__ = [
 ]
 
 
-class Agent:
+class Agent(abc.ABC):
     """Base class of every Lynn agent.
 
     Args:
@@ -40,9 +41,9 @@ class Agent:
     def reset(self, seed: int | None = None) -> None:
         """Start a new episode; all of the agent's randomness must come from ``seed``."""
 
+    @abc.abstractmethod
     def act(self, obs: Any, info: dict[str, Any]) -> Any:
         """Return the action for ``obs``."""
-        raise NotImplementedError  # abstract: every concrete agent overrides it
 
     def observe(
         self,

@@ -43,4 +43,5 @@ def test_random_agent_respects_action_mask() -> None:
 def test_agent_base_rejects_unknown_options() -> None:
     with pytest.raises(TypeError, match="takes no options"):
         RandomAgent(gym.make("CartPole-v1"), temperature=1.0)
-    assert Agent().observe(0, 0.0, None, False, False, {}) is None
+    with pytest.raises(TypeError, match="abstract"):
+        Agent()  # act() is the one method every agent must write
