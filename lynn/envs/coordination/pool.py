@@ -8,8 +8,9 @@ skill per type) and a dynamic state kept in numpy arrays so that one step costs 
   load reaches ``overload`` is unavailable until it cools down (the Symphony-Coord simulation).
 * **latency** is an EMA of sampled call latencies; calls slow down under load.
 * **record** (the ``prior_success`` feature) is the pool's reputation of a worker on one subtask class
-  (type x difficulty): a Beta posterior mean over its past executions, optionally discounted so that it
-  forgets (the reference keeps a 0.95 EMA). It is the router's only window on the hidden skill.
+  (type x difficulty): a Beta posterior mean over its past executions, seeded with the worker's
+  advertised match (worth ``prior_strength`` executions) and optionally discounted so that it forgets
+  (the reference keeps a 0.95 EMA). It is the router's only window on the hidden skill.
 
 The hidden success probability of worker ``i`` on a subtask of type ``k`` and difficulty ``h`` is
 ``(p_simple_i if h == 0 else p_hard_i) * skill_ik * (1 - load_penalty * load_i)``; an execution whose
@@ -89,7 +90,9 @@ class PoolDynamics:
     latency_scale_ms: float = 2000.0
     timeout_ms: float | None = None
     reputation_decay: float = 1.0
-    prior_mean: float = 0.5
+    # A new worker's record starts at its advertised match for the subtask type (``None``) or at this
+    # fixed value, worth ``prior_strength`` executions.
+    prior_mean: float | None = None
     prior_strength: float = 2.0
 
 
@@ -215,7 +218,8 @@ class AgentPool:
         h = int(task.hard)
         d = self.dyn
         succ, n = self.rec_succ[:, task.type, h], self.rec_n[:, task.type, h]
-        return (d.prior_strength * d.prior_mean + succ) / (d.prior_strength + n)
+        mean = self.capability[:, task.type] if d.prior_mean is None else d.prior_mean
+        return (d.prior_strength * mean + succ) / (d.prior_strength + n)
 
     def features(self, task: Subtask) -> tuple[np.ndarray, np.ndarray]:
         """Candidate matrix ``(N, 6)`` in :data:`FEATURES` order and the int8 availability mask."""
