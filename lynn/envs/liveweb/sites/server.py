@@ -116,6 +116,7 @@ class SiteServer:
         self.data.mkdir(parents=True, exist_ok=True)
         self.proc: subprocess.Popen[str] | None = None
         self.ports: dict[str, int] = {}
+        self._clean: dict[str, tuple[int, int]] = {}
         self.restore()
         self.start()
         self._finalizer = weakref.finalize(self, SiteServer._cleanup, self.__dict__)
@@ -176,14 +177,21 @@ class SiteServer:
             target = self.data / name
             if not target.exists():
                 shutil.copyfile(self.pristine / name, target)
-                continue
-            src = sqlite3.connect(f"file:{self.pristine / name}?mode=ro", uri=True)
-            dst = sqlite3.connect(target, timeout=10)
-            try:
-                src.backup(dst)
-            finally:
-                src.close()
-                dst.close()
+            elif self._stamp(target) != self._clean.get(name):  # untouched since the last restore: skip
+                src = sqlite3.connect(f"file:{self.pristine / name}?mode=ro", uri=True)
+                dst = sqlite3.connect(target, timeout=10)
+                try:
+                    src.backup(dst)
+                finally:
+                    src.close()
+                    dst.close()
+            self._clean[name] = self._stamp(target)
+
+    @staticmethod
+    def _stamp(path: Path) -> tuple[int, int]:
+        """(mtime_ns, size): every committed write to a rollback-journal SQLite file changes it."""
+        st = path.stat()
+        return st.st_mtime_ns, st.st_size
 
     def db_path(self, site: str) -> Path:
         """The working database file of ``site``."""
