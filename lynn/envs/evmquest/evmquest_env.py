@@ -166,6 +166,7 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
         self.answers: list[Any] = []
         self.before: dict[str, Any] = {}
         self.last_result = ""
+        self._closed_by_done = False
 
     def _ensure_chain(self) -> None:
         if self.world is not None:
@@ -279,6 +280,7 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
         value, error, script_info = self._run_action(action, timings)
         if error is None:
             outcome, error = self._apply(value, timings)
+        self._closed_by_done = outcome == "done"
         self.last_result = error if error else self._describe(outcome)
         terminated = False
         if spec.split == "atomic":
@@ -495,8 +497,11 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
             score = base
             success = all(c.passed for c in checks)
         else:
-            executed = max(1, sum(1 for _ in self.txs) + len(self.answers))
-            decay = min(1.0, spec.optimal_steps / executed) if (self.txs or self.answers) else 0.0
+            # Every execution round counts (failed ones too); the closing {"done": true} does not.
+            rounds = self.steps - (1 if self._closed_by_done else 0)
+            decay = (
+                min(1.0, spec.optimal_steps / rounds) if rounds > 0 and (self.txs or self.answers) else 0.0
+            )
             score = base * decay
             success = score >= 60
         return score / 100.0, {"checks": [c.as_dict() for c in checks], "score": score, "success": success}

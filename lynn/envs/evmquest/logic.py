@@ -262,6 +262,8 @@ class TaskLogic:
     checks: Callable[[Ctx], list[Check]]
     measure: Measure = lambda w, p: {}
     setup: Callable[[World, dict[str, Any]], None] = lambda w, p: None
+    # Composite tasks: the oracle's script for each step (params, names, pre-state measured at reset).
+    steps: Callable[[dict[str, Any], dict[str, str], dict[str, Any]], list[str]] | None = None
 
 
 LOGIC: dict[str, TaskLogic] = {}
@@ -1580,3 +1582,12 @@ def known_roles() -> set[str]:
 
 def checksum(address: str) -> str:
     return to_checksum_address(address)
+
+
+def _register_composites() -> None:
+    from lynn.envs.evmquest.composites import COMPOSITES
+
+    LOGIC.update(COMPOSITES)
+
+
+_register_composites()

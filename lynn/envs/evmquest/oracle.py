@@ -1,7 +1,8 @@
-"""The EVMQuest oracle: writes a real Python script for the current task instance."""
+"""The EVMQuest oracle: writes real Python scripts for the current task instance."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import gymnasium as gym
@@ -10,9 +11,10 @@ from lynn.agents import Agent
 
 
 class EVMQuestOracle(Agent):
-    """Reads the task instance from the env and answers with the reference script.
+    """Reads the task instance from the env and answers with the reference scripts.
 
-    Composite tasks: one script per atomic step in order, then ``{"done": true}``.
+    Atomic tasks: one script. Composite tasks: one script per step in order, then
+    ``{"done": true}``.
     """
 
     name = "oracle"
@@ -21,10 +23,11 @@ class EVMQuestOracle(Agent):
         super().__init__(env, **kwargs)
 
     def act(self, obs: Any, info: dict[str, Any]) -> str:
-        from lynn.envs.evmquest.logic import LOGIC
+        from lynn.envs.evmquest.spec import oracle_steps
 
         env = self.env.unwrapped  # type: ignore[union-attr]
-        instance = env.instance
         if env.action_mode != "script":
             raise ValueError("the EVMQuest oracle writes scripts: use action_mode='script'")
-        return LOGIC[instance.task_id].script(instance.params, env.names)
+        scripts = oracle_steps(env.instance, env.names, env.before)
+        index = int(obs["step"])
+        return scripts[index] if index < len(scripts) else json.dumps({"done": True})

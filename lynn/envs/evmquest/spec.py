@@ -158,6 +158,9 @@ def mutate(instance: TaskInstance, rng: np.random.Generator) -> dict[str, Any]:
     name = rule.get("param")
     if op == "scale":
         params[name] = str(Decimal(str(params[name])) * Decimal(str(rule.get("factor", 2))))
+    elif op == "scale_all":
+        for key in [k for k in params if k.startswith("amount")]:
+            params[key] = str(Decimal(str(params[key])) * Decimal(str(rule.get("factor", 2))))
     elif op == "add":
         params[name] = params[name] + int(rule.get("delta", 1))
     elif op == "fresh_address":
@@ -217,3 +220,34 @@ def mutant_script(instance: TaskInstance, names: dict[str, str], rng: np.random.
     if op in MUTANT_WRAPPERS:
         return logic.script(instance.params, names) + MUTANT_WRAPPERS[op]
     return logic.script(mutate(instance, rng), names)
+
+
+def oracle_steps(instance: TaskInstance, names: dict[str, str], before: dict[str, Any]) -> list[str]:
+    """The oracle's scripts for ``instance``: one for an atomic task, one per step for a composite."""
+    from lynn.envs.evmquest.logic import LOGIC
+
+    logic = LOGIC[instance.task_id]
+    if logic.steps is None:
+        return [logic.script(instance.params, names)]
+    return logic.steps(instance.params, names, before)
+
+
+def mutant_steps(
+    instance: TaskInstance, names: dict[str, str], before: dict[str, Any], rng: np.random.Generator
+) -> list[str]:
+    """A broken solution (atomic or composite) of ``instance``; it must not pass."""
+    from lynn.envs.evmquest.logic import LOGIC
+
+    logic = LOGIC[instance.task_id]
+    if logic.steps is None:
+        return [mutant_script(instance, names, rng)]
+    rule = instance.spec.mutant
+    op = rule.get("op")
+    scripts = logic.steps(instance.params, names, before)
+    if op == "wrong_answer":
+        return [s + MUTANT_WRAPPERS["wrong_answer"] if '"query_result"' in s else s for s in scripts]
+    if op == "drop_step":
+        return [s for i, s in enumerate(scripts) if i != int(rule["index"])]
+    if op == "drop_steps":
+        return [s for i, s in enumerate(scripts) if i not in set(rule["indices"])]
+    return logic.steps(mutate(instance, rng), names, before)
