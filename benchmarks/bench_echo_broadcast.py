@@ -49,7 +49,9 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         finally:
             ray.shutdown()
     print(f"M = {args.mb:g} MB, B = {args.mbps:g} MB/s per uplink (emulated), {args.chunks} chunks")
-    print("| N | one-to-many measured s | simulated s | chain measured s | simulated s | one-to-many / chain |")
+    print(
+        "| N | one-to-many measured s | simulated s | chain measured s | simulated s | one-to-many / chain |"
+    )
     print("|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(
@@ -58,7 +60,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         )
     big = [1, 2, 4, 8, 16, 32, 64, 128, 256]
     sim = {s: [simulate_broadcast(s, n, m, b, chunk) for n in big] for s in ("one_to_many", "chain")}
-    print("simulated N = 256: one-to-many %.1f s, chain %.2f s" % (sim["one_to_many"][-1], sim["chain"][-1]))
+    print(f"simulated N = 256: one-to-many {sim['one_to_many'][-1]:.1f} s, chain {sim['chain'][-1]:.2f} s")
     if args.plot:
         import matplotlib
 
@@ -68,7 +70,13 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
         fig, ax = plt.subplots(figsize=(6, 4))
         ax.plot(big, sim["one_to_many"], "-", color="C3", label="one-to-many simulated")
         ax.plot(big, sim["chain"], "-", color="C2", label="pipelined chain simulated")
-        ax.plot([r["n"] for r in rows], [r["one_to_many"] for r in rows], "o", color="C3", label="one-to-many on Ray")
+        ax.plot(
+            [r["n"] for r in rows],
+            [r["one_to_many"] for r in rows],
+            "o",
+            color="C3",
+            label="one-to-many on Ray",
+        )
         ax.plot([r["n"] for r in rows], [r["chain"] for r in rows], "s", color="C2", label="chain on Ray")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
