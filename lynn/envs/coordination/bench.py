@@ -412,38 +412,46 @@ def ratios(rows: list[Row], speed: dict[str, float]) -> list[str]:
 
 
 def plot(rows: list[Row], path: Path) -> None:
-    """Mean cumulative regret curves, one panel per scenario."""
+    """Mean cumulative regret curves, one panel per scenario (three per row), one shared legend."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     scenarios = list(dict.fromkeys(r.scenario for r in rows))
-    fig, axes = plt.subplots(1, len(scenarios), figsize=(5.5 * len(scenarios), 4.2), squeeze=False)
-    for ax, scenario in zip(axes[0], scenarios, strict=True):
+    routers = [name for name in dict.fromkeys(r.router for r in rows) if not name.startswith("oracle")]
+    colours = {name: plt.get_cmap("tab20")(i % 20) for i, name in enumerate(routers)}
+    ncols = min(3, len(scenarios))
+    nrows = -(-len(scenarios) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(5.2 * ncols, 3.8 * nrows), squeeze=False)
+    for ax, scenario in zip(axes.flat, scenarios, strict=False):
         for r in rows:
-            if r.scenario != scenario or r.curve is None or r.router.startswith("oracle"):
+            if r.scenario != scenario or r.curve is None or r.router not in colours:
                 continue
             style = "-" if "ours" in r.router else ("--" if r.router in LIBRARIES else ":")
-            ax.plot(
-                np.arange(1, len(r.curve) + 1),
-                r.curve,
-                style,
-                label=r.router,
-                linewidth=2 if r.router == OURS else 1.2,
-            )
-        shock = next((x for x in rows if x.scenario == scenario and x.pre is not None), None)
-        if shock is not None:
-            ax.axvline(len(shock.curve) // 2, color="red", linestyle=":", linewidth=1)
+            width = 2.4 if r.router == OURS else 1.2
+            ax.plot(np.arange(1, len(r.curve) + 1), r.curve, style, color=colours[r.router], linewidth=width)
+        shocked = next((x for x in rows if x.scenario == scenario and x.pre is not None), None)
+        if shocked is not None and shocked.curve is not None:
+            ax.axvline(len(shocked.curve) // 2, color="red", linestyle=":", linewidth=1)
         ax.set_title(scenario)
         ax.set_xlabel("decision")
         ax.set_ylabel("cumulative regret")
         ax.set_yscale("symlog", linthresh=10)
+        ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
-    axes[0][0].legend(fontsize=7, loc="upper left")
-    fig.tight_layout()
+    for ax in list(axes.flat)[len(scenarios) :]:
+        ax.axis("off")
+    handles = [
+        plt.Line2D(
+            [], [], color=colours[n], linestyle="-" if "ours" in n else ("--" if n in LIBRARIES else ":")
+        )
+        for n in routers
+    ]
+    fig.legend(handles, routers, loc="lower center", ncol=min(4, len(routers)), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.12 if nrows > 1 else 0.2, 1, 1))
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
+    fig.savefig(path, dpi=110)
     plt.close(fig)
 
 
