@@ -452,7 +452,9 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
                 gas = _to_int(tx["gas"])
             else:
                 try:
-                    gas = int(w3.eth.estimate_gas(base) * 1.25) + 10_000
+                    # Generous headroom: the estimate runs one block earlier (e.g. rewards that accrue per block
+                    # add a transfer the estimate did not see).
+                    gas = int(w3.eth.estimate_gas(base) * 1.5) + 50_000
                 except Exception:
                     gas = 1_000_000  # it will revert on chain; the receipt records the failure
             full: dict[str, Any] = {
