@@ -153,3 +153,27 @@ def test_bad_arguments_raise_clear_errors() -> None:
             envs.send(np.zeros(1, dtype=np.int64), [0, 1])
     finally:
         envs.close()
+
+
+def test_lynn_coordination_env_runs_through_shared_memory() -> None:
+    import lynn  # noqa: F401
+
+    if "Lynn/Coordination-v0" not in gym.registry:
+        pytest.skip("Lynn/Coordination-v0 not registered")
+    fns = [lambda: gym.make("Lynn/Coordination-v0")] * 2
+    ours = EchoVectorEnv(fns)
+    ref = SyncVectorEnv(fns, autoreset_mode=AutoresetMode.SAME_STEP)
+    try:
+        assert ours._shm is not None  # Dict of Boxes: shared memory, no pickling
+        obs, _ = ours.reset(seed=1)
+        ref_obs, _ = ref.reset(seed=1)
+        for _ in range(20):
+            actions = np.flatnonzero(obs["action_mask"][0])[:1].repeat(2)
+            for key in obs:
+                np.testing.assert_array_equal(obs[key], ref_obs[key])
+            obs, r, *_ = ours.step(actions)
+            ref_obs, rr, *_ = ref.step(actions)
+            np.testing.assert_allclose(r, rr)
+    finally:
+        ours.close()
+        ref.close()
