@@ -126,3 +126,21 @@ def test_broadcast_delivers_identical_weights_to_every_worker(ray_session, strat
     assert digests == [hashlib.sha256(payload).hexdigest()] * 3
     # Pacing is real: nobody can have the model before the bandwidth model's lower bound.
     assert seconds >= 0.9 * simulate_broadcast(strategy, 3, len(payload), bandwidth, chunk)
+
+
+@pytest.mark.slow
+def test_actor_learner_example_on_ray(ray_session, capsys) -> None:
+    pytest.importorskip("torch")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "echo_example_ray", REPO / "examples" / "echo_actor_learner.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    argv = ["--backend", "ray", "--updates", "3", "--rollouts", "2", "--step-latency", "0", "--target", "1"]
+    results = module.main(argv)
+    assert [r["stats"].backend for r in results] == ["ray", "ray"]
+    assert all(r["stats"].rollouts_consumed == 6 for r in results)
+    assert results[0]["stats"].staleness_hist == {0: 6}
+    assert "push_pull" in capsys.readouterr().out
