@@ -99,6 +99,9 @@ class WebExpert(Agent):
                 text = text[pos:] if pos >= 0 else ""
             m = re.search(step["extract"], text)
             return f"send_msg_to_user({quote(m.group(1) if m else 'I could not find the answer')})"
+        if op == "count":
+            self.i += 1
+            return f"send_msg_to_user({quote(str(len(re.findall(step['pattern'], axtree))))})"
         if op == "count_rows":
             self.i += 1
             pos = axtree.find(f'table "{step["table"]}"')

@@ -49,7 +49,7 @@ class LiveWebEnv(gym.Env):
     Web tasks in a real browser on real sites. By default the env serves three bundled sites (a
     **shop**, a **forum** and the shop's **admin** back office: Starlette + SQLite apps with
     deterministic seed data) from its own server process on loopback ports, and drives Debian's
-    Chromium through Playwright. Tasks use WebArena's JSON format (344 bundled instances of 43
+    Chromium through Playwright. Tasks use WebArena's JSON format (512 bundled instances of 65
     templates: information seeking, navigation and content modification). Requests to any origin
     outside the task's sites are blocked.
 

@@ -154,9 +154,7 @@ def t_sku(db, rng):
 )
 def t_cat_count(db, rng):
     cats = db.execute("SELECT * FROM categories ORDER BY id").fetchall()
-    for _ in range(PER_TEMPLATE):
-        c = rng.choice(cats)
-        limit = rng.choice([20, 30, 40, 50, 75, 100])
+    for c, limit in rng.sample([(c, m) for c in cats for m in (20, 30, 40, 50, 75, 100)], PER_TEMPLATE):
         n = db.execute(
             "SELECT COUNT(*) FROM products WHERE category_id = ? AND price <= ? AND enabled = 1",
             (c["id"], limit),
@@ -283,8 +281,7 @@ def t_cat_sorted(db, rng):
         "rating": "rating",
         "name": "name",
     }
-    for _ in range(PER_TEMPLATE):
-        c, s = rng.choice(cats), rng.choice(sorted(sorts))
+    for c, s in rng.sample([(c, s) for c in cats for s in sorted(sorts)], PER_TEMPLATE):
         yield (
             {"category": c["name"], "sort_label": sorts[s]},
             {
@@ -578,8 +575,7 @@ def t_joined(db, rng):
 @template("forum", "nav", "subforum_sorted", "Show f/{{forum}} sorted by {{sort}}.")
 def t_sub_sorted(db, rng):
     subs = db.execute("SELECT * FROM subforums ORDER BY id").fetchall()
-    for _ in range(PER_TEMPLATE):
-        s, sort = rng.choice(subs), rng.choice(["top", "comments", "new"])
+    for s, sort in rng.sample([(s, o) for s in subs for o in ("top", "comments", "new")], PER_TEMPLATE):
         yield (
             {"forum": s["name"], "sort": sort},
             {
@@ -768,8 +764,7 @@ def t_admin_customer(db, rng):
 
 @template("admin", "info", "status_count", "How many orders currently have the status “{{status}}”?")
 def t_status_count(db, rng):
-    for i in range(PER_TEMPLATE):
-        s = ORDER_STATUSES[i % len(ORDER_STATUSES)]
+    for s in ORDER_STATUSES:
         n = db.execute("SELECT COUNT(*) FROM orders WHERE status = ?", (s,)).fetchone()[0]
         yield (
             {"status": s},
@@ -850,20 +845,20 @@ def t_spend(db, rng):
         )
 
 
-@template("admin", "nav", "orders_filtered", "Show the {{status}} orders sorted by total, smallest first.")
+@template("admin", "nav", "orders_filtered", "Show the {{status}} orders sorted by total, {{order}} first.")
 def t_orders_filtered(db, rng):
-    for i in range(PER_TEMPLATE):
-        s = ORDER_STATUSES[(i * 3) % len(ORDER_STATUSES)]
+    combos = [(s, d) for s in ORDER_STATUSES for d in ("asc", "desc")]
+    for s, d in rng.sample(combos, PER_TEMPLATE):
         yield (
-            {"status": s},
+            {"status": s, "order": "smallest" if d == "asc" else "largest"},
             {
                 "login": ADMIN_LOGIN,
-                "eval": url_eval(f"__ADMIN__/orders?status={s}&sort=total&dir=asc"),
+                "eval": url_eval(f"__ADMIN__/orders?status={s}&sort=total&dir={d}"),
                 "expert": [
                     click("link", "Orders"),
                     select("Status", s),
                     select("Sort by", "total"),
-                    select("Direction", "ascending"),
+                    select("Direction", "ascending" if d == "asc" else "descending"),
                     click("button", "Filter orders"),
                     DONE,
                 ],
@@ -1013,6 +1008,453 @@ def t_set_status(db, rng):
                     goto(f"__ADMIN__/orders/{o['id']}"),
                     select("New status", s),
                     click("button", "Update status"),
+                    DONE,
+                ],
+            },
+        )
+
+
+# --- more templates (second batch) --------------------------------------------------------------
+SHOP_RATED = """SELECT p.*, (SELECT ROUND(AVG(rating), 1) FROM reviews r WHERE r.product_id = p.id) AS rating
+  FROM products p WHERE p.category_id = ? AND p.enabled = 1 ORDER BY rating DESC, p.id LIMIT 1"""
+
+
+@template("shop", "info", "product_stock", "How many units of the {{product}} are in stock?")
+def t_stock(db, rng):
+    for p in products(db, rng):
+        yield (
+            {"product": p["name"]},
+            {
+                "eval": exact(str(p["stock"])),
+                "expert": [*search_product(p["name"]), answer(extract=r"Stock: (\d+) available")],
+            },
+        )
+
+
+@template("shop", "info", "product_category", "In which category does the shop list the {{product}}?")
+def t_category_of(db, rng):
+    for p in products(db, rng):
+        yield (
+            {"product": p["name"]},
+            {
+                "eval": exact(p["category"]),
+                "expert": [
+                    *search_product(p["name"]),
+                    answer(extract=r'text: "?Category:"?\n\s*\[\w+\] link "([^"]+)"'),
+                ],
+            },
+        )
+
+
+@template(
+    "shop",
+    "info",
+    "category_top_rated",
+    "Which product has the best customer rating in the {{category}} category?",
+)
+def t_top_rated(db, rng):
+    cats = db.execute("SELECT * FROM categories ORDER BY id").fetchall()
+    for c in rng.sample(cats, PER_TEMPLATE):
+        p = db.execute(SHOP_RATED, (c["id"],)).fetchone()
+        yield (
+            {"category": c["name"]},
+            {
+                "eval": exact(p["name"]),
+                "expert": [
+                    click("link", c["name"]),
+                    select("Sort by", "rating"),
+                    click("button", "Apply filters"),
+                    answer(extract=r'link "([^"]+)"', after='table "Products"'),
+                ],
+            },
+        )
+
+
+@template("shop", "info", "wishlist_count", "How many products are on my wishlist?")
+def t_wishlist_count(db, rng):
+    rows = db.execute(
+        "SELECT c.*, (SELECT COUNT(*) FROM wishlist w WHERE w.customer_id = c.id) AS n "
+        "FROM customers c ORDER BY c.id"
+    ).fetchall()
+    for c in rng.sample(rows, PER_TEMPLATE):
+        yield (
+            {"customer": c["username"]},
+            {
+                "login": {"shop": c["username"]},
+                "eval": exact(str(c["n"])),
+                "expert": [
+                    click("link", "Wishlist"),
+                    {"op": "count", "pattern": r'button "Remove .* from wishlist"'},
+                ],
+            },
+        )
+
+
+@template("shop", "nav", "cart_page", "Open my shopping cart.")
+def t_cart_page(db, rng):
+    for c in shoppers(db, rng):
+        yield (
+            {"customer": c["username"]},
+            {
+                "login": {"shop": c["username"]},
+                "eval": url_eval("__SHOP__/cart"),
+                "expert": [click("link", "Cart (0)"), DONE],
+            },
+        )
+
+
+@template(
+    "shop",
+    "nav",
+    "category_price_range",
+    "Show the {{category}} products priced between ${{low}} and ${{high}}.",
+)
+def t_price_range(db, rng):
+    cats = db.execute("SELECT * FROM categories ORDER BY id").fetchall()
+    combos = [(c, low, low + w) for c in cats for low in (5, 10, 20, 30) for w in (10, 20, 50)]
+    for c, low, high in rng.sample(combos, PER_TEMPLATE):
+        yield (
+            {"category": c["name"], "low": str(low), "high": str(high)},
+            {
+                "eval": url_eval(f"__SHOP__/category/{c['slug']}?min_price={low}&max_price={high}"),
+                "expert": [
+                    click("link", c["name"]),
+                    fill("textbox", "Min price", str(low)),
+                    fill("textbox", "Max price", str(high)),
+                    click("button", "Apply filters"),
+                    DONE,
+                ],
+            },
+        )
+
+
+@template("shop", "modify", "remove_from_wishlist", "Remove the {{product}} from my wishlist.")
+def t_unwish(db, rng):
+    rows = db.execute(
+        "SELECT c.id AS cid, c.username, p.id AS pid, p.name FROM wishlist w JOIN customers c "
+        "ON c.id = w.customer_id JOIN products p ON p.id = w.product_id ORDER BY w.id"
+    ).fetchall()
+    for r in rng.sample(rows, PER_TEMPLATE):
+        yield (
+            {"product": r["name"]},
+            {
+                "login": {"shop": r["username"]},
+                "eval": db_eval(
+                    "shop",
+                    "SELECT COUNT(*) FROM wishlist WHERE customer_id = ? AND product_id = ?",
+                    [r["cid"], r["pid"]],
+                    0,
+                    "product no longer in wishlist",
+                ),
+                "expert": [
+                    click("link", "Wishlist"),
+                    click("button", f"Remove {r['name']} from wishlist"),
+                    DONE,
+                ],
+            },
+        )
+
+
+@template("shop", "modify", "add_two_to_cart", "Put one {{first}} and one {{second}} in my cart.")
+def t_add_two(db, rng):
+    for c in shoppers(db, rng):
+        a, b = products(db, rng, 2)
+        yield (
+            {"first": a["name"], "second": b["name"]},
+            {
+                "login": {"shop": c["username"]},
+                "eval": db_eval(
+                    "shop",
+                    "SELECT COUNT(*) FROM cart_items WHERE customer_id = ? AND qty = 1 AND "
+                    "product_id IN (?, ?)",
+                    [c["id"], a["id"], b["id"]],
+                    2,
+                    "both products in the cart",
+                ),
+                "expert": [
+                    *search_product(a["name"]),
+                    click("button", "Add to cart"),
+                    *search_product(b["name"]),
+                    click("button", "Add to cart"),
+                    DONE,
+                ],
+            },
+        )
+
+
+@template("forum", "info", "user_karma", "What is the karma of the forum user {{user}}?")
+def t_karma(db, rng):
+    for u in forum_users(db, rng):
+        karma = db.execute(
+            "SELECT COALESCE(SUM(v.value), 0) FROM votes v JOIN posts p ON p.id = v.post_id "
+            "WHERE p.user_id = ?",
+            (u["id"],),
+        ).fetchone()[0]
+        yield (
+            {"user": u["username"]},
+            {
+                "eval": exact(str(karma)),
+                "expert": [goto(f"__FORUM__/user/{u['username']}"), answer(extract=r"Karma: (-?\d+)")],
+            },
+        )
+
+
+@template("forum", "info", "user_post_count", "How many posts has the forum user {{user}} written?")
+def t_user_posts(db, rng):
+    for u in forum_users(db, rng):
+        n = db.execute("SELECT COUNT(*) FROM posts WHERE user_id = ?", (u["id"],)).fetchone()[0]
+        yield (
+            {"user": u["username"]},
+            {
+                "eval": exact(str(n)),
+                "expert": [goto(f"__FORUM__/user/{u['username']}"), answer(extract=r"Posts: (\d+)")],
+            },
+        )
+
+
+@template("forum", "info", "most_commented", "Which post in f/{{forum}} has the most comments?")
+def t_most_commented(db, rng):
+    subs = db.execute("SELECT * FROM subforums ORDER BY id").fetchall()
+    for s in rng.sample(subs, PER_TEMPLATE):
+        top = db.execute(
+            FORUM_POST + " WHERE p.subforum_id = ? ORDER BY n_comments DESC, p.id DESC LIMIT 1", (s["id"],)
+        ).fetchone()
+        yield (
+            {"forum": s["name"]},
+            {
+                "eval": exact(top["title"]),
+                "expert": [
+                    click("link", f"f/{s['name']}"),
+                    click("link", "comments"),
+                    answer(extract=r'link "([^"]+)"', after='table "Posts"'),
+                ],
+            },
+        )
+
+
+@template("forum", "nav", "subforum_page_two", "Show the second page of f/{{forum}} sorted by {{sort}}.")
+def t_page_two(db, rng):
+    subs = db.execute(
+        "SELECT s.* FROM subforums s WHERE (SELECT COUNT(*) FROM posts p WHERE p.subforum_id = s.id) > 20 "
+        "ORDER BY s.id"
+    ).fetchall()
+    for s, sort in [(s, o) for s in subs for o in ("new", "top", "comments")]:
+        yield (
+            {"forum": s["name"], "sort": sort},
+            {
+                "eval": url_eval(f"__FORUM__/f/{s['name']}?sort={sort}&page=2"),
+                "expert": [
+                    click("link", f"f/{s['name']}"),
+                    click("link", sort),
+                    click("link", "Next page"),
+                    DONE,
+                ],
+            },
+        )
+
+
+@template("forum", "nav", "search_forum", "Search the forum for posts about “{{query}}”.")
+def t_search_forum(db, rng):
+    from lynn.envs.liveweb.sites.seed import TOPIC_WORDS
+
+    words = sorted({w for ws in TOPIC_WORDS.values() for w in ws})
+    for q in rng.sample(words, PER_TEMPLATE):
+        yield (
+            {"query": q},
+            {
+                "eval": url_eval(f"__FORUM__/search?q={q}"),
+                "expert": [fill("textbox", "Search posts", q), click("button", "Search"), DONE],
+            },
+        )
+
+
+@template("forum", "modify", "edit_body", "Change the text of my forum post “{{title}}” to “{{body}}”.")
+def t_edit_body(db, rng):
+    bodies = ["Edit: solved, thanks everyone!", "Update: see the comments.", "Edited for clarity."]
+    for p in posts(db, rng):
+        body = rng.choice(bodies)
+        yield (
+            {"title": p["title"], "body": body},
+            {
+                "login": {"forum": p["author"]},
+                "eval": db_eval(
+                    "forum",
+                    "SELECT body FROM posts WHERE id = ?",
+                    [p["id"]],
+                    body,
+                    "post body",
+                    html=[{"url": "last", "locator": "", "required_contents": {"must_include": [body]}}],
+                ),
+                "expert": [
+                    *search_post(p["title"]),
+                    click("link", "Edit post"),
+                    fill("textbox", "Body", body),
+                    click("button", "Save changes"),
+                    DONE,
+                ],
+            },
+        )
+
+
+@template("admin", "info", "order_lines", "How many different products are in order #{{order_id}}?")
+def t_order_lines(db, rng):
+    for o in orders(db, rng):
+        n = db.execute("SELECT COUNT(*) FROM order_items WHERE order_id = ?", (o["id"],)).fetchone()[0]
+        yield (
+            {"order_id": str(o["id"])},
+            {
+                "login": ADMIN_LOGIN,
+                "eval": exact(str(n)),
+                "expert": [goto(f"__ADMIN__/orders/{o['id']}"), {"op": "count_rows", "table": "Items"}],
+            },
+        )
+
+
+@template("admin", "info", "order_date", "On what date was order #{{order_id}} placed?")
+def t_order_date(db, rng):
+    for o in orders(db, rng):
+        yield (
+            {"order_id": str(o["id"])},
+            {
+                "login": ADMIN_LOGIN,
+                "eval": exact(o["created"]),
+                "expert": [goto(f"__ADMIN__/orders/{o['id']}"), answer(extract=r"Date: (\d{4}-\d\d-\d\d)")],
+            },
+        )
+
+
+@template(
+    "admin", "info", "best_seller_rank", "Which product is number {{rank}} on the 2025 best-seller list?"
+)
+def t_best_seller(db, rng):
+    best = db.execute(
+        "SELECT p.name FROM order_items oi JOIN orders o ON o.id = oi.order_id JOIN products p ON p.id = oi.product_id "
+        "WHERE o.status != 'cancelled' AND substr(o.created, 1, 4) = '2025' GROUP BY p.id "
+        "ORDER BY SUM(oi.qty) DESC, p.id LIMIT 5"
+    ).fetchall()
+    for rank in range(1, 6):
+        skip = "".join([r"listitem: .+\n\s*(?:\[\w+\] )?"] * (rank - 1))
+        yield (
+            {"rank": str(rank)},
+            {
+                "login": ADMIN_LOGIN,
+                "eval": exact(best[rank - 1][0]),
+                "expert": [
+                    click("link", "Sales report"),
+                    answer(extract=skip + r"listitem: (.+?) \(\d+ units\)", after='heading "Best sellers"'),
+                ],
+            },
+        )
+
+
+@template("admin", "info", "customer_order_count", "How many orders has the customer {{customer}} placed?")
+def t_customer_orders(db, rng):
+    for c in shoppers(db, rng):
+        n = db.execute("SELECT COUNT(*) FROM orders WHERE customer_id = ?", (c["id"],)).fetchone()[0]
+        yield (
+            {"customer": c["name"]},
+            {
+                "login": ADMIN_LOGIN,
+                "eval": exact(str(n)),
+                "expert": [
+                    click("link", "Customers"),
+                    fill("textbox", "Find customer", c["name"]),
+                    click("button", "Find"),
+                    answer(extract=r'cell "(\d+)"', after=f'link "{c["name"]}"'),
+                ],
+            },
+        )
+
+
+@template("admin", "nav", "orders_of_customer", "Show the orders grid filtered to the customer {{customer}}.")
+def t_orders_of(db, rng):
+    for c in shoppers(db, rng):
+        yield (
+            {"customer": c["name"]},
+            {
+                "login": ADMIN_LOGIN,
+                "eval": url_eval(f"__ADMIN__/orders?customer={c['name']}"),
+                "expert": [
+                    click("link", "Orders"),
+                    fill("textbox", "Customer name", c["name"]),
+                    click("button", "Filter orders"),
+                    DONE,
+                ],
+            },
+        )
+
+
+@template("admin", "nav", "orders_in_month", "Show the orders placed in {{month_name}} 2025, newest first.")
+def t_orders_month(db, rng):
+    import calendar
+
+    for m in rng.sample(range(1, 12), PER_TEMPLATE):
+        last = calendar.monthrange(2025, m)[1]
+        lo, hi = f"2025-{m:02d}-01", f"2025-{m:02d}-{last:02d}"
+        yield (
+            {"month_name": calendar.month_name[m]},
+            {
+                "login": ADMIN_LOGIN,
+                "eval": url_eval(f"__ADMIN__/orders?date_from={lo}&date_to={hi}&sort=date&dir=desc"),
+                "expert": [
+                    click("link", "Orders"),
+                    fill("textbox", "From date", lo),
+                    fill("textbox", "To date", hi),
+                    select("Sort by", "date"),
+                    select("Direction", "descending"),
+                    click("button", "Filter orders"),
+                    DONE,
+                ],
+            },
+        )
+
+
+@template("admin", "modify", "rename_product", "Rename the product {{sku}} to “{{name}}”.")
+def t_rename(db, rng):
+    for p in products(db, rng):
+        name = p["name"] + " (2026 edition)"
+        yield (
+            {"sku": p["sku"], "name": name},
+            {
+                "login": ADMIN_LOGIN,
+                "eval": db_eval(
+                    "shop", "SELECT name FROM products WHERE id = ?", [p["id"]], name, "product name"
+                ),
+                "expert": [
+                    *edit_product(p),
+                    fill("textbox", "Name", name),
+                    click("button", "Save product"),
+                    DONE,
+                ],
+            },
+        )
+
+
+@template(
+    "admin",
+    "modify",
+    "price_and_stock",
+    "Set the product {{sku}} to ${{price}} with {{stock}} units in stock.",
+)
+def t_price_stock(db, rng):
+    for p in products(db, rng):
+        price, stock = f"{rng.randint(5, 200)}.{rng.choice(['00', '49', '99'])}", rng.randint(1, 99)
+        yield (
+            {"sku": p["sku"], "price": price, "stock": str(stock)},
+            {
+                "login": ADMIN_LOGIN,
+                "eval": db_eval(
+                    "shop",
+                    "SELECT printf('%.2f/%d', price, stock) FROM products WHERE id = ?",
+                    [p["id"]],
+                    f"{price}/{stock}",
+                    "price and stock",
+                ),
+                "expert": [
+                    *edit_product(p),
+                    fill("textbox", "Price", price),
+                    fill("textbox", "Stock", str(stock)),
+                    click("button", "Save product"),
                     DONE,
                 ],
             },
