@@ -258,7 +258,7 @@ class BrowserSession:
         """PIDs of the chromium processes this session started that are still alive."""
         return sorted(p for p in self._state.pids if Path(f"/proc/{p}").exists() and "chrom" in cmdline(p))
 
-    def new_context(self, allowed_origins: set[str], cookies: list[dict[str, Any]] | None = None) -> None:
+    def new_context(self, allowed_origins: set[str], storage_state: str | None = None) -> None:
         """Start a fresh context (no cookies, storage or tabs from the previous episode)."""
         st = self._state
         if not self.alive():
@@ -270,7 +270,9 @@ class BrowserSession:
                 pass
         self.allowed = {origin(u) for u in allowed_origins}
         st.context = st.browser.new_context(
-            viewport={"width": self.viewport[0], "height": self.viewport[1]}, accept_downloads=True
+            viewport={"width": self.viewport[0], "height": self.viewport[1]},
+            accept_downloads=True,
+            storage_state=storage_state,
         )
         st.context.set_default_timeout(self.action_timeout_ms)
         st.context.set_default_navigation_timeout(self.nav_timeout_ms)
@@ -281,8 +283,6 @@ class BrowserSession:
             re.compile(rf"^(?!(?:{allowed_re})(?:[/?#]|$)|data:|about:|blob:)"), _weak(self._route)
         )
         st.context.on("page", _weak(self._on_page))
-        if cookies:
-            st.context.add_cookies(cookies)
         self.pages, self.active, self.events, self.known_refs = [], 0, [], set()
         st.context.new_page()  # _on_page registers it
 
@@ -342,6 +342,10 @@ class BrowserSession:
         return events
 
     # --- actions -------------------------------------------------------------------------------
+    def new_tab(self) -> None:
+        """Open a blank tab; it becomes the active one."""
+        self._state.context.new_page()
+
     def goto(self, url: str) -> None:
         page = self.page
         if page is None:

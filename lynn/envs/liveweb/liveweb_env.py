@@ -192,9 +192,15 @@ class LiveWebEnv(gym.Env):
         assert self.task is not None
         names = self.task.get("sites") or list(self.urls)
         allowed = {self.urls[n] for n in names if n in self.urls} | set(self.user_sites.values())
-        self.browser.new_context(allowed)
+        state = self.task.get(
+            "storage_state"
+        )  # WebArena: a saved login (cookies) for the user's own instance
+        self.browser.new_context(allowed, storage_state=state if state and Path(state).is_file() else None)
         self._login()
-        self.browser.goto(url)
+        for i, one in enumerate(u.strip() for u in url.split("|AND|")):  # WebArena: several start tabs
+            if i:
+                self.browser.new_tab()
+            self.browser.goto(one)
 
     def _login(self) -> None:
         from lynn.envs.liveweb.sites.seed import ADMIN_PASSWORD, ADMIN_USER, DEFAULT_PASSWORD
@@ -380,10 +386,12 @@ class LiveWebEnv(gym.Env):
         try:
             if not locator:
                 return page.inner_text("body")
-            if locator.startswith(("document.", "func:", "[...document")):
-                return str(
-                    page.evaluate(locator.removeprefix("func:"))
-                )  # runs in the page's sandbox, not Python
+            if locator.startswith("func:"):
+                raise ValueError(
+                    "WebArena's func: helpers run WebArena's own Python code; use a JS or CSS locator"
+                )
+            if locator.startswith(("document.", "[...document")):
+                return str(page.evaluate(locator))  # runs in the page's sandbox, not in Python
             return page.locator(locator).first.inner_text(timeout=2000)
         finally:
             if own:

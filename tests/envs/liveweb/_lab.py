@@ -32,6 +32,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_response(200)
             self.send_header("Content-Type", "text/plain")
             self.send_header("Content-Disposition", 'attachment; filename="report.txt"')
+        elif self.path == "/whoami":
+            body = f"<!doctype html><title>Who</title><p>cookie: {self.headers.get('Cookie', 'none')}</p>".encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
         elif self.path in PAGES:
             body = PAGES[self.path].encode()
             self.send_response(200)

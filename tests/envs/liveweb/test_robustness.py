@@ -64,6 +64,36 @@ def test_user_tasks_and_sites_are_used_without_bundled_server(env: LiveWebEnv, l
     assert terminated and reward == 1.0 and info["success"]
 
 
+def test_webarena_multi_tab_start_url_and_storage_state(lab: LabServer, tmp_path: Path) -> None:
+    host = lab.url.split("//")[1].split(":")[0]
+    state = tmp_path / "state.json"
+    cookie = {
+        "name": "session",
+        "value": "from-storage-state",
+        "domain": host,
+        "path": "/",
+        "expires": -1,
+        "httpOnly": False,
+        "secure": False,
+        "sameSite": "Lax",
+    }
+    state.write_text(json.dumps({"cookies": [cookie], "origins": []}))
+    task = {
+        **LAB_TASKS[0],
+        "task_id": "lab.tabs",
+        "storage_state": str(state),
+        "start_url": "__LAB__/second |AND| __LAB__/whoami",
+    }
+    env = LiveWebEnv(tasks=[task], sites={"lab": lab.url})
+    try:
+        obs, info = env.reset(seed=0)
+        tabs = obs["open_pages"].splitlines()
+        assert len(tabs) == 2 and tabs[0].endswith("/second") and tabs[1].startswith("1*")
+        assert "session=from-storage-state" in obs["axtree"]
+    finally:
+        env.close()
+
+
 def test_js_dialogs_are_answered_and_reported(env: LiveWebEnv) -> None:
     obs, _ = env.reset(options={"task_id": "lab.greet"})
     obs, reward, terminated, _, info = env.step(f"click('{_bid(obs, 'button', 'Alert me')}')")
