@@ -118,3 +118,18 @@ class VersionLearner:
 
 def make_sleep_worker(index: int) -> SleepWorker:
     return SleepWorker(index, rollout_s=0.02, skew=0.5)
+
+
+class BuggyWorker(SleepWorker):
+    """Raises in its rollout: a bug in user code must stop the run with the traceback."""
+
+    def rollout(self, seed: int) -> dict[str, int]:
+        raise ValueError("bug in my rollout code")
+
+
+def make_buggy_worker(index: int) -> BuggyWorker:
+    return BuggyWorker(index)
+
+
+def make_dying_worker(index: int) -> SleepWorker:
+    os._exit(7)  # dies while being built, every time: a crash loop

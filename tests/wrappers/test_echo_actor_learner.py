@@ -5,7 +5,7 @@ import time
 import pytest
 
 from lynn.wrappers.echo.actor_learner import ActorLearner
-from tests.wrappers._echo_envs import VersionLearner, make_sleep_worker
+from tests.wrappers._echo_envs import VersionLearner, make_buggy_worker, make_dying_worker, make_sleep_worker
 
 
 def _alive(pid: int) -> bool:
@@ -88,3 +88,30 @@ def test_invalid_configuration_fails_before_starting_workers() -> None:
         ActorLearner(make_sleep_worker, VersionLearner(), staleness=1, kappa=3)
     with pytest.raises(ValueError, match="backend"):
         ActorLearner(make_sleep_worker, VersionLearner(), backend="slurm")
+
+
+def test_worker_exception_stops_the_run_with_its_traceback() -> None:
+    al = ActorLearner(
+        make_buggy_worker, VersionLearner(), mode="push_pull", num_workers=1, rollouts_per_update=1
+    )
+    try:
+        with pytest.raises(RuntimeError, match="bug in my rollout code"):
+            al.run(updates=3, time_budget=60)
+    finally:
+        al.close()
+
+
+def test_crash_loop_stops_the_run() -> None:
+    al = ActorLearner(
+        make_dying_worker,
+        VersionLearner(),
+        mode="pull",
+        num_workers=1,
+        rollouts_per_update=1,
+        max_consecutive_failures=2,
+    )
+    try:
+        with pytest.raises(RuntimeError, match="in a row"):
+            al.run(updates=3, time_budget=60)
+    finally:
+        al.close()

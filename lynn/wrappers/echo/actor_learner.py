@@ -37,6 +37,7 @@ import pickle
 import signal
 import threading
 import time
+import traceback
 import weakref
 from collections.abc import Callable
 from multiprocessing.connection import Connection, wait
@@ -59,6 +60,8 @@ class LearnerProtocol(Protocol):
     def update(self, batch: list[Any]) -> dict[str, float]: ...
 
 
+_ERROR = "__echo_worker_error__"
+
 # Events a pool reports: ("done", worker, rollout_id, version, data) or ("lost", worker, reason).
 Event = tuple[Any, ...]
 
@@ -67,19 +70,25 @@ Event = tuple[Any, ...]
 def _local_worker(index: int, make_worker: Any, pipe: Connection) -> None:
     """Serve rollout requests: (rollout_id, version, weights blob or None, seed)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent owns Ctrl-C and shuts us down
-    worker = pickle.loads(make_worker)(index)
-    while True:
+    try:
+        worker = pickle.loads(make_worker)(index)
+        while True:
+            try:
+                msg = pipe.recv()
+            except (EOFError, OSError):
+                return
+            if msg is None:
+                return
+            rollout_id, version, blob, seed = msg
+            if blob is not None:
+                worker.set_weights(pickle.loads(blob))
+            data = worker.rollout(seed)
+            pipe.send((rollout_id, version, data))
+    except Exception:  # a bug in user code: report it (the run stops), do not pass it off as a crash
         try:
-            msg = pipe.recv()
-        except (EOFError, OSError):
-            return
-        if msg is None:
-            return
-        rollout_id, version, blob, seed = msg
-        if blob is not None:
-            worker.set_weights(pickle.loads(blob))
-        data = worker.rollout(seed)
-        pipe.send((rollout_id, version, data))
+            pipe.send((_ERROR, None, traceback.format_exc(limit=10)))
+        except Exception:
+            pass
 
 
 class LocalPool:
@@ -151,6 +160,8 @@ class LocalPool:
                 events.append(("lost", i, f"worker process exited (code {code})"))
                 self._restart(i)
                 continue
+            if rollout_id == _ERROR:
+                raise RuntimeError(f"Echo worker {i} raised an exception:\n{data}")
             events.append(("done", i, rollout_id, version, data))
         return events
 
@@ -338,6 +349,9 @@ class ActorLearner:
         order: consumption order, ``freshest`` or ``fifo`` (see ``Coordinator``).
         context: start method of ``local`` worker processes (``spawn`` is safe with torch and
             threads in this process; ``fork`` starts faster).
+        max_consecutive_failures: a worker that dies this many times in a row without finishing a
+            rollout stops the run with an error (a crash loop is a bug, not bad luck). An exception
+            raised by the worker's own code stops the run at once, on both backends.
     """
 
     def __init__(
@@ -357,6 +371,7 @@ class ActorLearner:
         ray_temp_dir: str | None = None,
         order: str = "freshest",
         context: str = "spawn",
+        max_consecutive_failures: int = 5,
     ) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
@@ -367,6 +382,8 @@ class ActorLearner:
         self.mode, self.R, self.S, self.kappa, self.order = mode, rollouts_per_update, staleness, kappa, order
         self.learner = learner
         self.seed = seed
+        self.num_workers = num_workers
+        self.max_consecutive_failures = max_consecutive_failures
         if backend == "local":
             self.pool: LocalPool | RayPool = LocalPool(make_worker, num_workers, context)
         else:
@@ -388,6 +405,7 @@ class ActorLearner:
         stop = threading.Event()
         errors: list[BaseException] = []
         restarts0 = self.pool.restarts
+        failures = [0] * self.num_workers  # consecutive losses per worker
 
         with lock:
             self.pool.publish(0, self.learner.get_weights())
@@ -405,10 +423,17 @@ class ActorLearner:
                             for ev in events:
                                 if ev[0] == "done":
                                     _, w, rid, version, data = ev
+                                    failures[w] = 0
                                     coord.arrived(w, Rollout(rid, w, version, data))
                                 else:
                                     if coord.worker_lost(ev[1]):
                                         self.loss_reports.append(f"worker {ev[1]}: {ev[2]}")
+                                    failures[ev[1]] += 1
+                                    if failures[ev[1]] > self.max_consecutive_failures:
+                                        raise RuntimeError(
+                                            f"Echo worker {ev[1]} died {failures[ev[1]]} times in a row "
+                                            f"without finishing a rollout (last: {ev[2]})"
+                                        )
                             lock.notify_all()
             except BaseException as exc:  # surfaced by run()
                 errors.append(exc)
@@ -432,7 +457,7 @@ class ActorLearner:
                             break
                         batch = coord.take()
                 if errors:
-                    raise RuntimeError("Echo dispatcher failed") from errors[0]
+                    raise errors[0]
                 if batch is None:
                     break
                 t0 = time.perf_counter()
