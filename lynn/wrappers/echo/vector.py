@@ -19,6 +19,9 @@ terminates or truncates, the worker resets it at once; the returned obs is the f
 new episode and ``info["final_obs"]`` / ``info["final_info"]`` (masked by ``info["_final_obs"]``)
 hold the last obs and info of the finished one.
 
+Every step's info also carries ``step_seconds``, the wall time of that env's ``step`` (and
+autoreset) inside its worker, so stragglers are visible.
+
 Observations travel through shared memory when the observation space allows it (Box, Discrete,
 MultiBinary, Dict/Tuple of those, ...); otherwise (custom Text spaces, Graph, ...) they are pickled
 through the worker's pipe. A worker process that dies is restarted and its env reset; that env's
