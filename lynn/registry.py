@@ -55,6 +55,8 @@ ENTRIES: list[EnvEntry] = [
         entry_point="lynn.envs.evmquest.evmquest_env:EVMQuestEnv",
         description="natural-language transaction tasks on a real EVM chain, scripts sandboxed (EVM-QuestBench)",
         max_episode_steps=20,
+        # Block timestamps follow the wall clock and info["timings"] varies; seeds fix task and score.
+        nondeterministic=True,
         suite_agents=("random", "oracle"),
         suite_episodes=12,
         suite_kwargs={"split": "atomic"},

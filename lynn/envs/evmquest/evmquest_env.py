@@ -12,7 +12,7 @@ from gymnasium import spaces
 
 from lynn.envs.evmquest.spec import SPLITS, TaskInstance, TaskSpec, instantiate, load_specs
 
-ACTION_MODES = ("script", "tx")
+ACTION_MODES = ("script", "tx", "skill")
 MAX_TEXT = 200_000
 
 
@@ -68,7 +68,9 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
     JSON-RPC proxy (``eth_signTypedData_v4`` is signed by the env for the agent's own address).
     ``action_mode="tx"``: the same as JSON — ``{"to", "data", "value"}``, ``{"contract",
     "function", "args", "value"}``, or ``{"query_result": ...}``. In both modes ``{"done": true}``
-    ends a composite task.
+    ends a composite task. ``action_mode="skill"``: ``Discrete(n)`` over the parameterised skills
+    of :mod:`lynn.envs.evmquest.skills` (each parses its arguments from the instruction); wrap the
+    env in :class:`lynn.envs.evmquest.wrappers.HashedInstructionObs` for a Box observation (SB3).
 
     ## Observation Space
     Dict: ``instruction`` (text), ``prompt`` (a complete LLM prompt: role, chain, contracts and
@@ -90,7 +92,7 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
     ``task`` (id or list of ids; default all of ``split``), ``split`` (``"atomic"``,
     ``"composite"``, ``"all"``), ``chain`` (``"bsc"`` or ``"ethereum"`` profile), ``backend``
     (``"embedded"``, ``"anvil"``, ``"rpc"``), ``rpc_url``, ``fork_url`` (anvil forks it),
-    ``action_mode`` (``"script"``, ``"tx"``), ``script_timeout_s`` (wall limit per script).
+    ``action_mode`` (``"script"``, ``"tx"``, ``"skill"``), ``script_timeout_s`` (wall limit per script).
 
     ## Version History
     * v0: initial release.
@@ -139,7 +141,12 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
         self.script_timeout_s = script_timeout_s
         self.render_mode = render_mode
         self.names = role_names(self.profile)
-        self.action_space = UnicodeText()
+        if action_mode == "skill":
+            from lynn.envs.evmquest.skills import SKILLS
+
+            self.action_space: spaces.Space[Any] = spaces.Discrete(len(SKILLS))
+        else:
+            self.action_space = UnicodeText()
         self.observation_space = spaces.Dict(
             {
                 "instruction": UnicodeText(),
@@ -308,6 +315,8 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
     # ------------------------------------------------------------------ actions
     def _run_action(self, action: Any, timings: dict[str, float]) -> tuple[Any, str | None, dict[str, Any]]:
         t0 = time.perf_counter()
+        if self.action_mode == "skill":
+            return self._run_skill(action, timings)
         if not isinstance(action, str):
             return None, f"action must be a string, got {type(action).__name__}", {}
         stripped = action.strip()
@@ -341,6 +350,23 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
         if not result.ok:
             return None, f"script failed: {result.error}", extra
         return result.value, None, extra
+
+    def _run_skill(self, action: Any, timings: dict[str, float]) -> tuple[Any, str | None, dict[str, Any]]:
+        from lynn.envs.evmquest.skills import SKILL_NAMES, SkillContext, run_skill
+
+        assert self.instance is not None
+        try:
+            index = int(action)
+        except (TypeError, ValueError):
+            return None, f"skill action must be an integer, got {action!r}", {}
+        ctx = SkillContext(
+            self.instance.instruction, self.names, self.world.addresses, self.agent_address, self.world
+        )
+        t0 = time.perf_counter()
+        value, error = run_skill(index, ctx)
+        timings["skill_s"] = time.perf_counter() - t0
+        extra = {"skill": SKILL_NAMES[index] if 0 <= index < len(SKILL_NAMES) else None}
+        return value, error, extra
 
     def _from_tx_json(self, obj: dict[str, Any]) -> tuple[Any, str | None, dict[str, Any]]:
         if "contract" not in obj:
