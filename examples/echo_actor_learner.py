@@ -137,6 +137,7 @@ def train(mode: str, args: argparse.Namespace) -> dict[str, Any]:
         kappa=1,
         backend=args.backend,
         seed=args.seed,
+        context=args.context,
     )
     try:
         start = time.perf_counter()
@@ -175,6 +176,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, Any]]:
     parser.add_argument("--step-latency", type=float, default=0.002)
     parser.add_argument("--time-budget", type=float, default=None)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--context", default="spawn", help="local worker start method (fork starts faster)")
     args = parser.parse_args(argv)
     results = [train(mode, args) for mode in args.modes.split(",")]
     print(

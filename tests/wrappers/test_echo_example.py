@@ -14,7 +14,9 @@ def test_actor_learner_example_runs_both_modes(capsys) -> None:
     spec = importlib.util.spec_from_file_location("echo_actor_learner_example", EXAMPLE)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    results = module.main(["--updates", "3", "--rollouts", "2", "--step-latency", "0", "--target", "1"])
+    results = module.main(
+        ["--updates", "3", "--rollouts", "2", "--step-latency", "0", "--target", "1", "--context", "fork"]
+    )
     out = capsys.readouterr().out
     assert "pull" in out and "push_pull" in out
     for r in results:

@@ -41,6 +41,10 @@ def test_ppo_trains_through_the_adapter() -> None:
     venv = make_vec_env(
         "CartPole-v1", n_envs=4, seed=0, vec_env_cls=EchoSB3VecEnv, vec_env_kwargs={"start_method": "fork"}
     )
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a tiny MLP: extra threads only contend on a shared 2-core machine
     try:
         model = PPO("MlpPolicy", venv, n_steps=128, batch_size=64, n_epochs=4, seed=0, device="cpu")
         model.learn(6144)
@@ -48,4 +52,5 @@ def test_ppo_trains_through_the_adapter() -> None:
         # A random CartPole policy lasts ~22 steps; PPO through the adapter must clearly beat it.
         assert np.mean(lengths[-20:]) > 45
     finally:
+        torch.set_num_threads(threads)
         venv.close()
