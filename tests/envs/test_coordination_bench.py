@@ -18,7 +18,7 @@ def test_bench_cli_writes_table_plot_and_goal_lines(tmp_path: Path) -> None:
     proc = run_lynn(
         "bench", "coordination", "--seeds", "1", "--steps", "600", "--scenarios", "symphony-shock",
         "--routers", "linucb (ours),mabwiser LinUCB α=1,vw cb_explore_adf ε=0.05,random", "--out", str(out),
-        "--quiet",
+        "--speed-steps", "200", "--quiet",
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr[-2000:]
     table = (out / "coordination.md").read_text()

@@ -152,6 +152,7 @@ class VWCbExploreAdf(Agent):
 ROUTERS: dict[str, Callable[[gym.Env], Agent]] = {
     "linucb (ours)": lambda env: LinUCBAgent(env),
     "linucb α=1 S=1 (ours, reference radius)": lambda env: LinUCBAgent(env, alpha=1.0, S=1.0),
+    "linucb no-screening (ours)": lambda env: LinUCBAgent(env, screening=False),
     "linucb-disjoint (ours)": lambda env: LinUCBAgent(env, disjoint=True),
     "thompson (ours)": lambda env: ThompsonAgent(env),
     "epsilon-greedy (ours)": lambda env: EpsilonGreedyAgent(env),
@@ -477,7 +478,7 @@ def run_from_args(args: argparse.Namespace) -> int:
         routers = {k: v for k, v in ROUTERS.items() if any(w in k for w in wanted)}
     start = time.perf_counter()
     rows = run_benchmark(scenarios, args.seeds, routers, progress=not args.quiet)
-    speed_steps = min(2000, args.steps * 2)
+    speed_steps = args.speed_steps
     # The oracle reads the live env's hidden state, which a replayed stream does not have.
     timed = {k: v for k, v in routers.items() if not k.startswith("oracle")}
     speed = decisions_per_second(timed, steps=speed_steps)

@@ -38,6 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--scenarios", default="stationary,symphony-shock,symphony-shock-unavailable,drift,churn"
     )
+    parser.add_argument("--speed-steps", type=int, default=2000, help="replayed decisions for decisions/s")
     parser.add_argument("--routers", help="comma-separated subset of the router labels (substring match)")
     parser.add_argument("--out", default="results/bench/coordination", help="where the PNG and tables go")
     parser.add_argument("--quiet", action="store_true", help="no per-run progress lines")
@@ -51,6 +52,6 @@ def cmd_bench_coordination(args: argparse.Namespace) -> int:
     unknown = [s for s in args.scenarios.split(",") if s not in SCENARIOS]
     if unknown:
         raise UsageError(f"unknown scenario(s) {', '.join(unknown)}; choose from {', '.join(SCENARIOS)}")
-    if args.seeds < 1 or args.steps < 1:
-        raise UsageError("--seeds and --steps must be at least 1")
+    if args.seeds < 1 or args.steps < 1 or args.speed_steps < 1:
+        raise UsageError("--seeds, --steps and --speed-steps must be at least 1")
     return run_from_args(args)
