@@ -122,10 +122,10 @@ def test_cli_eval_joins_an_existing_cluster_by_address(ray_session, tmp_path: Pa
 def test_broadcast_delivers_identical_weights_to_every_worker(ray_session, strategy: str) -> None:
     payload = os.urandom(200_000)
     bandwidth, chunk = 4e6, 25_000
-    seconds, digests = RayBroadcast(3, bandwidth=bandwidth, chunk_bytes=chunk).run(strategy, payload)
-    assert digests == [hashlib.sha256(payload).hexdigest()] * 3
+    seconds, digests = RayBroadcast(2, bandwidth=bandwidth, chunk_bytes=chunk).run(strategy, payload)
+    assert digests == [hashlib.sha256(payload).hexdigest()] * 2
     # Pacing is real: nobody can have the model before the bandwidth model's lower bound.
-    assert seconds >= 0.9 * simulate_broadcast(strategy, 3, len(payload), bandwidth, chunk)
+    assert seconds >= 0.9 * simulate_broadcast(strategy, 2, len(payload), bandwidth, chunk)
 
 
 @pytest.mark.slow
@@ -138,9 +138,20 @@ def test_actor_learner_example_on_ray(ray_session, capsys) -> None:
     )
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    argv = ["--backend", "ray", "--updates", "3", "--rollouts", "2", "--step-latency", "0", "--target", "1"]
-    results = module.main(argv)
-    assert [r["stats"].backend for r in results] == ["ray", "ray"]
-    assert all(r["stats"].rollouts_consumed == 6 for r in results)
-    assert results[0]["stats"].staleness_hist == {0: 6}
+    # push_pull only: pull on Ray is covered above, and each mode costs fresh torch-importing actors.
+    argv = [
+        "--backend",
+        "ray",
+        "--modes",
+        "push_pull",
+        "--updates",
+        "3",
+        "--rollouts",
+        "2",
+        "--step-latency",
+        "0",
+    ]
+    (result,) = module.main([*argv, "--target", "1"])
+    assert result["stats"].backend == "ray" and result["stats"].rollouts_consumed == 6
+    assert result["seconds_to_target"] is not None
     assert "push_pull" in capsys.readouterr().out
