@@ -20,6 +20,33 @@ MAX_TEXT = 2_000_000
 _SAMPLE_CHARSET = string.ascii_letters + string.digits + " _-.,:'\"()[]/\n" + "éß漢字🙂"
 
 
+def _form_login(url: str, form: dict[str, str], timeout: float = 10.0) -> list[tuple[str, str]]:
+    """POST a login form outside the browser and return the session cookies it sets.
+
+    Plain HTTP from Python: a few ms, and independent of the context's network guard.
+    """
+    import http.cookiejar
+    import urllib.error
+    import urllib.parse
+    import urllib.request
+
+    class _NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+            return None  # the 303 after a login is the success signal; do not follow it
+
+    jar = http.cookiejar.CookieJar()
+    opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar), _NoRedirect)
+    try:
+        opener.open(url, urllib.parse.urlencode(form).encode(), timeout=timeout).close()
+    except urllib.error.HTTPError as exc:
+        if exc.code not in (301, 302, 303, 307):
+            raise RuntimeError(f"login at {url} as {form.get('username')!r} failed: HTTP {exc.code}") from exc
+    cookies = [(c.name, c.value) for c in jar]
+    if not cookies:
+        raise RuntimeError(f"login at {url} as {form.get('username')!r} set no session cookie")
+    return cookies
+
+
 class UnicodeText(spaces.Text):
     """A Text space whose ``contains`` accepts any Unicode string up to ``max_length`` (Gymnasium's ``Text``
     rejects characters outside its sampling charset, which page text and LLM actions are not bound to)."""
@@ -86,6 +113,8 @@ class LiveWebEnv(gym.Env):
     - ``obs_mode``: ``"text"`` (default), ``"screenshot"``, ``"html"`` or ``"all"``.
     - ``viewport``: ``(width, height)``; ``action_timeout_ms`` / ``nav_timeout_ms``: how long an element
       action / a navigation may take before it is reported as an error.
+    - ``network_guard``: ``"proxy"`` (default; Chromium itself refuses every origin but the task's) or
+      ``"route"`` (Playwright route interception; slower, see ``BrowserSession``).
 
     ## Version History
     - v0: initial version.
@@ -102,6 +131,7 @@ class LiveWebEnv(gym.Env):
         viewport: tuple[int, int] = (1280, 720),
         action_timeout_ms: int = 3000,
         nav_timeout_ms: int = 8000,
+        network_guard: str = "proxy",
         render_mode: str | None = None,
     ) -> None:
         if obs_mode not in OBS_MODES:
@@ -118,6 +148,9 @@ class LiveWebEnv(gym.Env):
         self.viewport = tuple(viewport)
         self.action_timeout_ms = action_timeout_ms
         self.nav_timeout_ms = nav_timeout_ms
+        if network_guard not in ("proxy", "route"):
+            raise ValueError("network_guard must be 'proxy' or 'route'")
+        self.network_guard = network_guard
 
         obs: dict[str, spaces.Space] = {
             k: UnicodeText()
@@ -185,6 +218,7 @@ class LiveWebEnv(gym.Env):
                 viewport=self.viewport,
                 action_timeout_ms=self.action_timeout_ms,
                 nav_timeout_ms=self.nav_timeout_ms,
+                network_guard=self.network_guard,
             )
 
     def _open_episode(self, url: str) -> None:
@@ -218,11 +252,10 @@ class LiveWebEnv(gym.Env):
                 )
             else:
                 path = "/login"
-            resp = self.browser.request.post(
-                self.urls[site] + path, form={"username": user, "password": password}, max_redirects=0
+            cookies = _form_login(self.urls[site] + path, {"username": user, "password": password})
+            self.browser.add_cookies(
+                [{"name": k, "value": v, "url": self.urls[site] + "/"} for k, v in cookies]
             )
-            if resp.status not in (200, 302, 303):
-                raise RuntimeError(f"login to {site} as {user} failed: HTTP {resp.status}")
 
     # --- gym API -------------------------------------------------------------------------------
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[dict, dict]:

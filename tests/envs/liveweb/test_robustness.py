@@ -138,6 +138,18 @@ def test_page_that_never_loads_times_out_and_env_recovers(env: LiveWebEnv, lab: 
 
 
 def test_other_origins_are_blocked(env: LiveWebEnv) -> None:
+    _check_blocking(env)
+
+
+def test_other_origins_are_blocked_with_route_interception(lab: LabServer) -> None:
+    routed = LiveWebEnv(tasks=LAB_TASKS, sites={"lab": lab.url}, network_guard="route")
+    try:
+        _check_blocking(routed)
+    finally:
+        routed.close()
+
+
+def _check_blocking(env: LiveWebEnv) -> None:
     obs, _ = env.reset(options={"task_id": "lab.greet"})
     obs, reward, _, _, info = env.step("goto('http://example.invalid/')")
     assert reward == 0 and "outside the task's sites" in info["error"]
