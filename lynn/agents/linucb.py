@@ -80,10 +80,19 @@ def parse_args(cls: type, kwargs: dict[str, Any]) -> Any:
     return cls(**kwargs)
 
 
+# The reference's stage-1 score is linear in the features: with stability = 0.4(1-load) +
+# 0.4(1-latency_norm) + 0.2*available, 0.5*sim + 0.35*prior + 0.15*stability expands to these weights
+# on [1, sim, load, latency_norm, prior, available] (one matrix-vector product per decision).
+SCREEN_WEIGHTS = np.array([0.15 * 0.8, 0.5, -0.15 * 0.4, -0.15 * 0.4, 0.35, 0.15 * 0.2])
+
+
 def screening_scores(x: np.ndarray) -> np.ndarray:
-    """The reference's stage-1 score of each candidate row of ``x`` (raw features)."""
-    stability = 0.4 * (1.0 - x[:, LOAD]) + 0.4 * (1.0 - x[:, LAT]) + 0.2 * x[:, AVAIL]
-    return 0.5 * x[:, SIM] + 0.35 * x[:, PRIOR] + 0.15 * stability
+    """The reference's stage-1 score of each candidate row of ``x`` (raw features, bias column 1).
+
+    ``0.5*similarity + 0.35*prior_success + 0.15*stability`` with
+    ``stability = 0.4*(1-load) + 0.4*(1-latency_norm) + 0.2*available``.
+    """
+    return x @ SCREEN_WEIGHTS
 
 
 def candidates(obs: dict[str, np.ndarray]) -> np.ndarray:
