@@ -101,6 +101,7 @@ class EmbeddedChain(Chain):
         # eth-tester hard-codes its chain id on a class made per backend; set ours so that
         # transactions signed for chain_id (EIP-155) validate and eth_chainId answers it.
         type(backend.chain).chain_id = chain_id
+        _step_block_time(type(backend.chain))
         self.tester = EthereumTester(backend)
         endpoints = {ns: dict(methods) for ns, methods in API_ENDPOINTS.items()}
         endpoints["eth"]["chainId"] = static_return(chain_id)
@@ -134,6 +135,23 @@ class EmbeddedChain(Chain):
         # wire hex params, and Web3.to_json turns HexBytes/AttributeDict results back into JSON.
         result = self.w3.manager.request_blocking(method, params)  # type: ignore[arg-type]
         return json.loads(Web3.to_json(result)) if not isinstance(result, (int, str, type(None))) else result
+
+
+def _step_block_time(chain_class: type) -> None:
+    """Make each block exactly one second after its parent instead of following the wall clock.
+
+    After a revert the head is the snapshot's old block; with wall-clock time the next block would
+    jump ahead by however long the env has lived, so a script's ``latest.timestamp + 600``
+    deadline could already be past. One second per block keeps chain time consistent (and
+    deterministic relative to genesis), like anvil's ``anvil_setBlockTimestampInterval 1``.
+    """
+    original = chain_class.create_header_from_parent
+
+    def create_header_from_parent(self: Any, parent_header: Any, **header_params: Any) -> Any:
+        header_params.setdefault("timestamp", parent_header.timestamp + 1)
+        return original(self, parent_header, **header_params)
+
+    chain_class.create_header_from_parent = create_header_from_parent
 
 
 def _stop_process(proc: subprocess.Popen[bytes]) -> None:
@@ -185,6 +203,8 @@ class AnvilChain(Chain):
                     self.close()
                     raise ChainError(f"anvil did not answer on {self.url} within 20 s") from None
                 time.sleep(0.02)
+        # One second per block, from the parent block: chain time stays consistent across reverts.
+        self.w3.manager.request_blocking("anvil_setBlockTimestampInterval", [1])
 
     @property
     def pid(self) -> int:

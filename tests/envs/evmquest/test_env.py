@@ -173,3 +173,18 @@ def test_anvil_forks_another_local_anvil_and_rpc_backend() -> None:
         assert rpc.w3.eth.get_balance(AGENT.address) > 1
     finally:
         upstream.close()
+
+
+def test_chain_time_is_consistent_across_resets(evm_env: EVMQuestEnv) -> None:
+    # Blocks are one second apart whatever the wall clock does, so `latest.timestamp + 600`
+    # deadlines in scripts stay valid however long the env has lived.
+    w3 = None
+    stamps = []
+    for _ in range(2):
+        evm_env.reset(seed=0, options={"task_id": "contract_call_simple"})
+        w3 = evm_env.chain.w3
+        before = w3.eth.get_block("latest")["timestamp"]
+        evm_env.step(LOGIC["contract_call_simple"].script(evm_env.instance.params, evm_env.names))
+        stamps.append((before, w3.eth.get_block("latest")["timestamp"]))
+    assert stamps[0] == stamps[1]
+    assert stamps[0][1] == stamps[0][0] + 1
