@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import socket
 import subprocess
 import time
@@ -243,11 +242,3 @@ def make_chain(backend: str, chain_id: int, rpc_url: str | None = None, fork_url
             raise ValueError("backend='rpc' needs rpc_url='http://host:port'")
         return RpcChain(rpc_url)
     raise ValueError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
-
-
-def anvil_available() -> bool:
-    """Whether an anvil binary can be found."""
-    try:
-        return anvil_binary() is not None or shutil.which("anvil") is not None
-    except Exception:
-        return False

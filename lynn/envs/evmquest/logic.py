@@ -14,14 +14,13 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from eth_utils import function_signature_to_4byte_selector, to_checksum_address
+from eth_utils import function_signature_to_4byte_selector
 
 from lynn.envs.evmquest.world import (
     AGENT,
     AGENT_NFTS,
     FRIEND,
     MAX_UINT,
-    ROLE_ARTIFACT,
     World,
     artifact,
 )
@@ -1574,14 +1573,6 @@ query(
     lambda w, p: int(w.chain.w3.eth.get_transaction_count(p["account"])),
     decimals=0,
 )
-
-
-def known_roles() -> set[str]:
-    return set(ROLE_ARTIFACT)
-
-
-def checksum(address: str) -> str:
-    return to_checksum_address(address)
 
 
 def _register_composites() -> None:
