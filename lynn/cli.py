@@ -282,6 +282,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("doctor", help="check dependencies and print the commands that fix what is missing")
     p.set_defaults(func=cmd_doctor)
 
+    # `lynn bench SYSTEM` is shared: each system's extension adds its benchmark under it.
+    p = sub.add_parser("bench", help="run a system's benchmark (tables + plots)")
+    p.add_subparsers(dest="bench_system", required=True, metavar="SYSTEM")
+
     for target in EXTENSIONS:
         module_name, _, attr = target.partition(":")
         register: Callable[[Any], None] = getattr(importlib.import_module(module_name), attr)
@@ -306,4 +310,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the imported module's main, not this __main__ copy, so that `except UsageError` matches the
+    # class extensions raise (`python -m lynn.cli` would otherwise hold two copies of the module).
+    from lynn.cli import main as _main
+
+    sys.exit(_main())

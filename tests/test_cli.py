@@ -44,6 +44,7 @@ def test_tasks_lists_split_as_json() -> None:
         (["eval", GUESS, "--tasks", "guess-77"], "unknown task"),
         (["tasks", "CartPole-v1"], "no task list"),
         (["leaderboard", "/no/such/dir"], "no results folder"),
+        (["bench", "coordination", "--scenarios", "nope"], "unknown scenario"),  # raised inside an extension
     ],
 )
 def test_user_mistakes_give_one_line_and_exit_2(args: list[str], message: str, tmp_path: Path) -> None:
