@@ -6,13 +6,23 @@ A step is one click that navigates between two shop pages plus the observation; 
 same click on the same element plus ``page.aria_snapshot(mode="ai")`` (the floor: no parsing, no
 bookkeeping). A reset is a fresh context, login when the task needs it, the start page and its
 observation. Run: ``.venv/bin/python benchmarks/bench_liveweb.py [--steps 40 --resets 12]``.
+
+BrowserGym side by side (optional; it pins Playwright 1.44, so it lives in its own venv and is timed by
+``benchmarks/browsergym_probe.py`` on the same bundled page):
+    python3 -m venv /tmp/bgym-venv && /tmp/bgym-venv/bin/pip install browsergym-core
+    mkdir -p /tmp/pwb/chromium-1117/chrome-linux && ln -sf /usr/bin/chromium /tmp/pwb/chromium-1117/chrome-linux/chrome
+    .venv/bin/python benchmarks/bench_liveweb.py --browsergym-python /tmp/bgym-venv/bin/python --browsergym-browsers /tmp/pwb
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
+import subprocess
 import time
+from pathlib import Path
 
 BROWSERGYM_STEP_DEFAULT_S = 1.8  # FIELD-NOTES: measured here, slow_mo=1 s + 0.5 s pre-observation delay
 BROWSERGYM_STEP_TUNED_S = 0.26  # FIELD-NOTES: slow_mo=0, pre_observation_delay=0 (lower bound of 0.26-0.31)
@@ -92,16 +102,48 @@ def ours(steps: int, resets: int) -> tuple[list[float], list[float], list[float]
     return step_t, reset_t, login_reset_t, {k: median_ms(v) for k, v in phases.items()}
 
 
+def browsergym(
+    python: str, browsers: str, url: str, steps: int, resets: int, tuned: bool
+) -> dict[str, float]:
+    """BrowserGym's median step/reset on ``url``, timed in its own venv by browsergym_probe.py."""
+    probe = Path(__file__).with_name("browsergym_probe.py")
+    cmd = [python, str(probe), url, "--steps", str(steps), "--resets", str(resets)] + (
+        ["--tuned"] if tuned else []
+    )
+    env = {**os.environ, "PLAYWRIGHT_BROWSERS_PATH": browsers}
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1200)
+    if proc.returncode != 0:
+        raise RuntimeError(f"browsergym probe failed: {proc.stderr[-800:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--resets", type=int, default=12)
+    ap.add_argument(
+        "--browsergym-python",
+        default=os.environ.get("LYNN_BROWSERGYM_PYTHON"),
+        help="python of a venv with browsergym-core (optional)",
+    )
+    ap.add_argument(
+        "--browsergym-browsers",
+        default=os.environ.get("LYNN_BROWSERGYM_BROWSERS", ""),
+        help="PLAYWRIGHT_BROWSERS_PATH for BrowserGym's Playwright (see the module docstring)",
+    )
     args = ap.parse_args()
 
     from lynn.envs.liveweb.sites.server import SiteServer
 
+    bgym: dict[str, dict[str, float]] = {}
     with SiteServer(("shop",)) as server:
         raw_step, raw_reset = raw_playwright(server.urls, args.steps, args.resets)
+        if args.browsergym_python:
+            n, r = min(args.steps, 12), min(args.resets, 4)  # its default step takes ~2 s
+            for label, tuned in (("defaults", False), ("tuned", True)):
+                bgym[label] = browsergym(
+                    args.browsergym_python, args.browsergym_browsers, server.urls["shop"] + "/", n, r, tuned
+                )
     our_step, our_reset, our_login_reset, phases = ours(args.steps, args.resets)
 
     rows = [
@@ -114,6 +156,19 @@ def main() -> None:
         print(f"{name:44} {anchor:13.1f}ms {mine:11.1f}ms {mine / anchor:8.2f}x")
     print("our step phases (median ms): " + ", ".join(f"{k}={v:.1f}" for k, v in phases.items()))
     step, reset = median_ms(our_step) / 1000, median_ms(our_login_reset) / 1000
+    if bgym:
+        print(
+            f"\n{'BrowserGym on the same page (own venv)':44} {'BrowserGym':>15} {'Lynn LiveWeb':>13} {'speed-up':>9}"
+        )
+        for label, res in bgym.items():
+            print(
+                f"{'step, its ' + label:44} {res['step_median_s'] * 1000:13.1f}ms {step * 1000:11.1f}ms "
+                f"{res['step_median_s'] / step:8.1f}x"
+            )
+            print(
+                f"{'reset, its ' + label:44} {res['reset_median_s'] * 1000:13.1f}ms {reset * 1000:11.1f}ms "
+                f"{res['reset_median_s'] / reset:8.1f}x"
+            )
     print(
         f"vs BrowserGym (FIELD-NOTES figures): step {BROWSERGYM_STEP_DEFAULT_S / step:.1f}x faster than its "
         f"defaults ({BROWSERGYM_STEP_DEFAULT_S} s), {BROWSERGYM_STEP_TUNED_S / step:.1f}x faster than tuned "
