@@ -9,6 +9,7 @@ its own when its parent dies (it watches ``getppid``), so a SIGKILLed env leaks 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -22,6 +23,7 @@ import time
 import weakref
 from pathlib import Path
 
+from lynn.envs.liveweb.sites import seed as seed_module
 from lynn.envs.liveweb.sites.seed import DATA_VERSION, build_all
 
 SITE_NAMES: tuple[str, ...] = ("shop", "forum", "admin")
@@ -32,7 +34,9 @@ PLACEHOLDERS: dict[str, str] = {"shop": "__SHOP__", "forum": "__FORUM__", "admin
 def pristine_dir() -> Path:
     """Where the pristine databases are cached (``LYNN_CACHE`` or ``~/.cache/lynn``), built on first use."""
     root = Path(os.environ.get("LYNN_CACHE") or Path.home() / ".cache" / "lynn")
-    folder = root / "liveweb" / f"data-v{DATA_VERSION}"
+    # Keyed by the generator's own source too, so an edited seed.py never reuses a stale cache.
+    digest = hashlib.sha256(Path(seed_module.__file__).read_bytes()).hexdigest()[:12]
+    folder = root / "liveweb" / f"data-v{DATA_VERSION}-{digest}"
     build_all(folder)
     return folder
 
