@@ -37,7 +37,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--backends", default="embedded,anvil" if anvil_binary() else "embedded")
     args = parser.parse_args()
-    print(f"{'backend':<10} {'passed':>9} {'genesis+sandbox s':>18} {'107 tasks s':>12} {'s/task':>7}")
+    print(f"{'backend':<10} {'passed':>9} {'chain + genesis s':>18} {'107 tasks s':>12} {'s/task':>7}")
     rows = {}
     for backend in args.backends.split(","):
         passed, total, start_s, run_s = run(backend)
