@@ -8,8 +8,9 @@ Design (one :class:`Sandbox` per env):
 * For each script the env makes a fresh socket pair and hands one end to the server
   (``SCM_RIGHTS``). The server forks a **child** that, before touching the script: closes every
   other descriptor, clears the environment, enters a new network namespace (only a down
-  loopback), chroots into an empty scratch directory (no file of the machine is visible, only
-  already-imported modules can be imported), sets rlimits (CPU, 1 GiB address space, file size,
+  loopback) and a mount namespace, mounts a 16 MiB tmpfs on its scratch directory and chroots
+  into it (no file of the machine is visible, only already-imported modules can be imported, and
+  writes cannot fill the disk), sets rlimits (CPU, 1 GiB address space, file size,
   descriptors), drops to uid/gid 65534, and loads a seccomp filter that refuses ``socket``,
   ``execve``, ``fork``/``vfork``/``clone`` without ``CLONE_THREAD``, ``clone3``, ``ptrace`` and
   namespace/mount calls. Then it ``exec``s the script and calls ``execute_skill``.
@@ -74,6 +75,7 @@ class SandboxLimits:
     cpu_s: int = 5
     memory_bytes: int = 1 << 30
     file_bytes: int = 1 << 20
+    scratch_bytes: int = 16 << 20
     open_files: int = 64
 
 
@@ -317,6 +319,17 @@ def _shutdown_server(process: subprocess.Popen[bytes], control: socket.socket) -
 
 
 # ----------------------------------------------------------------------------- server side
+def _libc_mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None) -> None:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
+    enc = [None if v is None else v.encode() for v in (source, target, fstype, data)]
+    if libc.mount(enc[0], enc[1], enc[2], flags, enc[3]) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err))
+
+
 def _libc_unshare(flags: int) -> None:
     import ctypes
 
@@ -326,6 +339,11 @@ def _libc_unshare(flags: int) -> None:
         raise OSError(err, os.strerror(err))
 
 
+MS_NOSUID = 0x2
+MS_NODEV = 0x4
+MS_NOEXEC = 0x8
+MS_REC = 0x4000
+MS_PRIVATE = 0x40000
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWNET = 0x40000000
@@ -458,14 +476,21 @@ def _run_child(sock: socket.socket, job: dict[str, Any], scratch: str) -> None:
         isolation = []
         is_root = os.geteuid() == 0
         try:
-            _libc_unshare(CLONE_NEWNET if is_root else CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET)
+            _libc_unshare((0 if is_root else CLONE_NEWUSER) | CLONE_NEWNS | CLONE_NEWNET)
             isolation.append("netns")
         except OSError as exc:
-            raise RuntimeError(f"sandbox: cannot enter a network namespace ({exc})") from None
-        # ctypes was needed for unshare only; drop it so the script cannot import it.
+            raise RuntimeError(f"sandbox: cannot enter network and mount namespaces ({exc})") from None
+        # The scratch dir becomes a small private tmpfs: writes cannot fill the machine's disk.
+        try:
+            _libc_mount(None, "/", None, MS_REC | MS_PRIVATE, None)
+            owner = f",uid={NOBODY},gid={NOBODY}" if is_root else ""
+            options = f"size={limits['scratch_bytes']},nr_inodes=256,mode=0700{owner}"
+            _libc_mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, options)
+            isolation.append("tmpfs")
+        except OSError as exc:
+            raise RuntimeError(f"sandbox: cannot mount the scratch tmpfs ({exc})") from None
+        # ctypes was needed for unshare/mount only; drop it so the script cannot import it.
         _forget_modules("ctypes", "_ctypes")
-        if is_root:
-            os.chown(scratch, NOBODY, NOBODY)
         os.chroot(scratch)
         os.chdir("/")
         isolation.append("chroot")

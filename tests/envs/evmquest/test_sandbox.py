@@ -82,6 +82,10 @@ ATTACKS: dict[str, tuple[str, str]] = {
         ),
         "must return a dict",
     ),
+    "fill_scratch_disk": (
+        skill("for i in range(64):\n    open(f'f{i}', 'wb').write(b'x' * (2**20 - 1))\nreturn {}"),
+        "No space left",
+    ),
     "write_outside_scratch": (skill("open('/tmp/lynn_pwned', 'w').write('x')\nreturn {}"), "script failed"),
     "kill_parent": (
         skill("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nreturn {}"),
