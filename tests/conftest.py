@@ -65,7 +65,12 @@ def _descendants(pid: int) -> list[tuple[int, str]]:
     while stack:
         child = stack.pop()
         try:
-            cmd = (Path("/proc") / str(child) / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            cmd = (
+                (Path("/proc") / str(child) / "cmdline")
+                .read_bytes()
+                .replace(b"\0", b" ")
+                .decode(errors="replace")
+            )
         except OSError:
             continue
         out.append((child, cmd.strip()))
@@ -75,8 +80,14 @@ def _descendants(pid: int) -> list[tuple[int, str]]:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Fail the run if any process the suite started (browser, node, server, worker) outlived it."""
+    import multiprocessing.forkserver
+    import multiprocessing.resource_tracker
     import time
 
+    # multiprocessing's own helpers (resource tracker, fork server) live as long as the interpreter
+    # by design; they are not leaks, so stop them before looking.
+    multiprocessing.resource_tracker._resource_tracker._stop()
+    multiprocessing.forkserver._forkserver._stop()
     deadline = time.time() + 10
     left = _descendants(os.getpid())
     while left and time.time() < deadline:
