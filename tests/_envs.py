@@ -21,12 +21,15 @@ TASKS = [
 class GuessEnv(gym.Env):
     """Guess a hidden digit in 3 tries; reward 1 on a hit. The digit comes from the seed or the task."""
 
-    def __init__(self, delay: float = 0.0, crash_on_seed: int | None = None) -> None:
+    def __init__(
+        self, delay: float = 0.0, crash_on_seed: int | None = None, split: str | None = None
+    ) -> None:
         self.action_space = spaces.Discrete(10)
         self.observation_space = spaces.Box(0, 3, shape=(1,), dtype=np.float32)
         self.delay = delay
         self.crash_on_seed = crash_on_seed
         self.seed_used: int | None = None
+        self.split = split
 
     @classmethod
     def list_tasks(cls, split: str | None = None, **_: Any) -> list[dict[str, Any]]:

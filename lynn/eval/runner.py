@@ -217,7 +217,8 @@ class _Episodes:
     def run(self, spec: EpisodeSpec) -> dict[str, Any]:
         record: dict[str, Any] = {
             "env_id": bare_id(self.cfg.env_id),
-            "split": spec.split,
+            # A split chosen by env kwarg (e.g. gym.make(..., split="test")) is still the row's split.
+            "split": spec.split or self.cfg.env_kwargs.get("split"),
             "task_id": spec.task_id,
             "episode": spec.index,
             "seed": spec.seed,

@@ -60,3 +60,8 @@ def test_same_episode_copied_twice_counts_once(tmp_path: Path, guess_id: str) ->
     evaluate(EvalConfig(GUESS, episodes=4, out=str(tmp_path / "run"), progress=False))
     shutil.copytree(tmp_path / "run", tmp_path / "copy")
     assert [r.episodes for r in collect(tmp_path)] == [4]
+
+
+def test_split_given_as_env_kwarg_labels_the_row(tmp_path: Path, guess_id: str) -> None:
+    evaluate(EvalConfig(GUESS, episodes=3, env_kwargs={"split": "test"}, out=str(tmp_path), progress=False))
+    assert [(r.split, r.episodes) for r in collect(tmp_path)] == [("test", 3)]
