@@ -38,14 +38,14 @@ class Agent(abc.ABC):
             raise TypeError(f"{type(self).__name__} takes no options, got {sorted(kwargs)}")
         self.env = env
 
-    def reset(self, seed: int | None = None) -> None:
+    def reset(self, seed: int | None = None) -> None:  # noqa: B027  (optional hook: stateless agents skip it)
         """Start a new episode; all of the agent's randomness must come from ``seed``."""
 
     @abc.abstractmethod
     def act(self, obs: Any, info: dict[str, Any]) -> Any:
         """Return the action for ``obs``."""
 
-    def observe(
+    def observe(  # noqa: B027  (optional hook: only online learners need it)
         self,
         action: Any,
         reward: float,
