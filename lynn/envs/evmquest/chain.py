@@ -52,6 +52,10 @@ class Chain:
     w3: Web3
     chain_id: int
 
+    def alive(self) -> bool:
+        """False once a node this object started has died (the env then restarts it)."""
+        return True
+
     def snapshot(self) -> Any:
         """Take a snapshot of the current state and return its id."""
         return self.w3.manager.request_blocking("evm_snapshot", [])
@@ -211,6 +215,9 @@ class AnvilChain(Chain):
     @property
     def pid(self) -> int:
         return self.process.pid
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
 
     def close(self) -> None:
         self._finalizer()

@@ -223,6 +223,11 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
         from lynn.envs.evmquest.world import FRIEND
 
         t0 = time.perf_counter()
+        restarted = None
+        if self.chain is not None and not self.chain.alive():
+            # A crashed node loses the snapshot: start a new one from genesis and say so.
+            restarted = f"the {self.chain.name} node had died; restarted it with a fresh genesis"
+            self._drop_chain()
         self._ensure_chain()
         t_chain = time.perf_counter()
         options = options or {}
@@ -258,7 +263,7 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
         info = {
             "task_id": task_id,
             "split": spec.split,
-            "error": None,
+            "error": restarted,
             "timings": {
                 "genesis_s": t_chain - t0,
                 "revert_s": t_reverted - t_revert,
@@ -287,6 +292,11 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
         value, error, script_info = self._run_action(action, timings)
         if error is None:
             outcome, error = self._apply(value, timings)
+        node_died = self.chain is not None and not self.chain.alive()
+        if node_died:  # nothing more can happen in this episode; reset() restarts the node
+            error = (
+                f"the {self.chain.name} node died during this step ({error or 'no error seen'}); call reset()"
+            )
         self._closed_by_done = outcome == "done"
         self.last_result = error if error else self._describe(outcome)
         terminated = False
@@ -294,6 +304,7 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
             terminated = outcome in ("tx_ok", "answer") or self.steps >= spec.max_steps
         else:
             terminated = outcome == "done" or self.steps >= spec.max_steps
+        terminated = terminated or node_died
         truncated = False
         info: dict[str, Any] = {
             "task_id": spec.task_id,
@@ -303,7 +314,10 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
             **script_info,
         }
         reward = 0.0
-        if terminated:
+        if node_died:
+            info.update(success=False, score=0.0, checks=[])
+            self.done = True
+        elif terminated:
             t0 = time.perf_counter()
             reward, score_info = self._score()
             timings["validate_s"] = time.perf_counter() - t0
@@ -613,12 +627,15 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
         if self.sandbox is not None:
             self.sandbox.close()
             self.sandbox = None
+        self._drop_chain()
+        super().close()
+
+    def _drop_chain(self) -> None:
         if self.chain is not None:
             self.chain.close()
             self.chain = None
             self.world = None
             self._contract_lines_cache = None
-        super().close()
 
 
 def _to_int(value: Any) -> int:

@@ -153,6 +153,32 @@ def test_anvil_backend_oracle_and_process_cleanup() -> None:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not HAS_ANVIL, reason="anvil not installed (npm ci)")
+def test_anvil_killed_mid_episode_is_reported_and_reset_recovers() -> None:
+    import signal
+    import time
+
+    env = EVMQuestEnv(backend="anvil", split="atomic")
+    try:
+        env.reset(seed=0, options={"task_id": "bnb_transfer_basic"})
+        script = LOGIC["bnb_transfer_basic"].script(env.instance.params, env.names)
+        dead = env.chain.pid
+        os.kill(dead, signal.SIGKILL)
+        while _alive(dead):
+            time.sleep(0.01)
+        _, reward, terminated, _, info = env.step(script)  # must not raise
+        assert reward == 0 and terminated and "anvil node died" in info["error"]
+        _, info = env.reset(seed=1, options={"task_id": "bnb_transfer_basic"})
+        assert "restarted" in info["error"] and env.chain.pid != dead
+        _, reward, _, _, info = env.step(LOGIC["bnb_transfer_basic"].script(env.instance.params, env.names))
+        assert reward == 1.0 and info["success"], info["error"]
+        pid = env.chain.pid
+    finally:
+        env.close()
+    assert not _alive(pid)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_ANVIL, reason="anvil not installed (npm ci)")
 def test_anvil_forks_another_local_anvil_and_rpc_backend() -> None:
     upstream = AnvilChain(56)
     try:
