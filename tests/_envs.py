@@ -5,6 +5,7 @@ They are test fixtures, not part of the package: ``gym.make("tests._envs:LynnTes
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -22,7 +23,11 @@ class GuessEnv(gym.Env):
     """Guess a hidden digit in 3 tries; reward 1 on a hit. The digit comes from the seed or the task."""
 
     def __init__(
-        self, delay: float = 0.0, crash_on_seed: int | None = None, split: str | None = None
+        self,
+        delay: float = 0.0,
+        crash_on_seed: int | None = None,
+        split: str | None = None,
+        die_on_seed: int | None = None,
     ) -> None:
         self.action_space = spaces.Discrete(10)
         self.observation_space = spaces.Box(0, 3, shape=(1,), dtype=np.float32)
@@ -30,6 +35,7 @@ class GuessEnv(gym.Env):
         self.crash_on_seed = crash_on_seed
         self.seed_used: int | None = None
         self.split = split
+        self.die_on_seed = die_on_seed
 
     @classmethod
     def list_tasks(cls, split: str | None = None, **_: Any) -> list[dict[str, Any]]:
@@ -49,6 +55,8 @@ class GuessEnv(gym.Env):
     def step(self, action: int):
         if self.crash_on_seed is not None and self.seed_used == self.crash_on_seed:
             raise RuntimeError("simulated env crash")
+        if self.die_on_seed is not None and self.seed_used == self.die_on_seed:
+            os._exit(3)  # the process dies with no Python exception (as a native crash would)
         time.sleep(self.delay)
         self.tries += 1
         hit = int(action) == self.target

@@ -16,6 +16,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
@@ -297,8 +298,22 @@ def _run_parallel(cfg: EvalConfig, todo: list[EpisodeSpec]) -> Iterator[dict[str
         pending = {pool.submit(_worker_run, spec) for spec in todo}
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            broken = None
             for fut in done:
-                yield fut.result()
+                try:
+                    record = fut.result()
+                except BrokenProcessPool as exc:  # a worker died outside Python (killed, native crash)
+                    broken = exc
+                    continue
+                yield record
+            if broken is not None:
+                for fut in pending:
+                    fut.cancel()
+                raise EvalError(
+                    "a worker process died abruptly (killed, or crashed in native code); the finished "
+                    "episodes are saved: run the same command again to resume, or with --workers 1 to see "
+                    "which episode kills it"
+                ) from broken
 
 
 class _RayEpisodes:

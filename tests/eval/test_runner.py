@@ -132,3 +132,17 @@ def test_bad_requests_are_eval_errors(tmp_path: Path, guess_id: str) -> None:
         evaluate(_cfg(tmp_path, workers=0))
     with pytest.raises(EvalError, match="no task list"):
         evaluate(_cfg(tmp_path, env_id="CartPole-v1", split="train"))
+
+
+def test_dead_worker_process_is_a_clear_error_and_finished_episodes_stay(
+    tmp_path: Path, guess_id: str
+) -> None:
+    cfg = _cfg(tmp_path, episodes=6, seed=0, workers=2, env_kwargs={"die_on_seed": 5})
+    with pytest.raises(EvalError, match="worker process died"):
+        evaluate(cfg)
+    kept = _records(cfg)
+    assert all(r["seed"] != 5 for r in kept) and len({r["episode"] for r in kept}) == len(kept)
+    # Resuming re-runs only the missing episodes (and meets the same crash, reported the same way).
+    with pytest.raises(EvalError, match="worker process died"):
+        evaluate(cfg)
+    assert {r["episode"] for r in kept} <= {r["episode"] for r in _records(cfg)}
