@@ -109,3 +109,18 @@ def test_server_restarts_on_the_same_ports_and_close_kills_it() -> None:
     assert not srv.alive() and new_pid is None
     assert not Path(f"/proc/{pid}").exists()
     assert not data.exists()
+
+
+def test_login_redirect_stays_on_the_site() -> None:
+    from lynn.envs.liveweb.sites.common import safe_next
+
+    assert safe_next("/orders?page=2", "/") == "/orders?page=2"
+    for hostile in (
+        "//evil.example/x",
+        "https://evil.example",
+        "/\\evil.example",
+        "javascript:alert(1)",
+        None,
+        "",
+    ):
+        assert safe_next(hostile, "/account") == "/account"

@@ -12,8 +12,16 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from lynn.envs.liveweb.sites.common import connect, floatarg, intarg, page_slice, redirect, templates
-from lynn.envs.liveweb.sites.seed import ORDER_STATUSES, password_hash
+from lynn.envs.liveweb.sites.common import (
+    connect,
+    floatarg,
+    intarg,
+    login_view,
+    page_slice,
+    redirect,
+    templates,
+)
+from lynn.envs.liveweb.sites.seed import ORDER_STATUSES
 
 ORDER_SORTS = {
     "id": "o.id",
@@ -38,18 +46,7 @@ def create_app(db: Path, secret: str = "lynn-admin") -> Starlette:
             return redirect(f"/login?next={request.url.path}")
         return None
 
-    async def login(request: Request) -> Response:
-        error = None
-        if request.method == "POST":
-            form = await request.form()
-            with connect(db) as con:
-                a = con.execute("SELECT * FROM admins WHERE username = ?", (form.get("username"),)).fetchone()
-            if a and a["password"] == password_hash(str(form.get("password", ""))):
-                request.session["admin"] = a["username"]
-                nxt = str(form.get("next") or "/")
-                return redirect(nxt if nxt.startswith("/") else "/")
-            error = "Invalid username or password."
-        return render(request, "login.html", error=error, next=request.query_params.get("next", ""))
+    login = login_view(db, render, "SELECT * FROM admins WHERE username = ?", "admin", "username")
 
     async def logout(request: Request) -> Response:
         request.session.clear()

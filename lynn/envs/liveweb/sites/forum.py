@@ -11,8 +11,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from lynn.envs.liveweb.sites.common import connect, intarg, page_slice, redirect, templates
-from lynn.envs.liveweb.sites.seed import password_hash
+from lynn.envs.liveweb.sites.common import connect, intarg, login_view, page_slice, redirect, templates
 
 POST_SELECT = """SELECT p.*, u.username AS author, s.name AS subforum,
   (SELECT COALESCE(SUM(value), 0) FROM votes v WHERE v.post_id = p.id) AS score,
@@ -198,18 +197,7 @@ def create_app(db: Path, secret: str = "lynn-forum") -> Starlette:
                 ).fetchall()
         return render(request, "search.html", q=q, posts=rows)
 
-    async def login(request: Request) -> Response:
-        error = None
-        if request.method == "POST":
-            form = await request.form()
-            with connect(db) as con:
-                u = con.execute("SELECT * FROM users WHERE username = ?", (form.get("username"),)).fetchone()
-            if u and u["password"] == password_hash(str(form.get("password", ""))):
-                request.session["uid"] = u["id"]
-                nxt = str(form.get("next") or "/")
-                return redirect(nxt if nxt.startswith("/") else "/")
-            error = "Invalid username or password."
-        return render(request, "login.html", error=error, next=request.query_params.get("next", ""))
+    login = login_view(db, render, "SELECT * FROM users WHERE username = ?", "uid", "id")
 
     async def logout(request: Request) -> Response:
         request.session.clear()

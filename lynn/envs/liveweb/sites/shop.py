@@ -13,8 +13,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from lynn.envs.liveweb.sites.common import connect, floatarg, intarg, page_slice, redirect, templates
-from lynn.envs.liveweb.sites.seed import password_hash
+from lynn.envs.liveweb.sites.common import (
+    connect,
+    floatarg,
+    intarg,
+    login_view,
+    page_slice,
+    redirect,
+    templates,
+)
 
 SORTS = {
     "relevance": "p.id",
@@ -130,21 +137,14 @@ def create_app(db: Path, secret: str = "lynn-shop") -> Starlette:
             return render(request, "message.html", 404, title="Not found", message="No such product.")
         return render(request, "product.html", p=p, reviews=reviews, flash=request.query_params.get("msg"))
 
-    async def login(request: Request) -> Response:
-        error = None
-        if request.method == "POST":
-            form = await request.form()
-            with connect(db) as con:
-                user = con.execute(
-                    "SELECT * FROM customers WHERE username = ? OR email = ?",
-                    (form.get("username"), form.get("username")),
-                ).fetchone()
-            if user and user["password"] == password_hash(str(form.get("password", ""))):
-                request.session["uid"] = user["id"]
-                nxt = str(form.get("next") or "/account")
-                return redirect(nxt if nxt.startswith("/") else "/account")
-            error = "Invalid username or password."
-        return render(request, "login.html", error=error, next=request.query_params.get("next", ""))
+    login = login_view(
+        db,
+        render,
+        "SELECT * FROM customers WHERE username = ? OR email = ?",
+        "uid",
+        "id",
+        default_next="/account",
+    )
 
     async def logout(request: Request) -> Response:
         request.session.clear()
