@@ -8,9 +8,9 @@ from __future__ import annotations
 import argparse
 import time
 
+from lynn.agents.evmquest_oracle import EVMQuestOracle
 from lynn.envs.evmquest.chain import anvil_binary
 from lynn.envs.evmquest.evmquest_env import EVMQuestEnv
-from lynn.envs.evmquest.oracle import EVMQuestOracle
 
 
 def run(backend: str) -> tuple[int, int, float, float]:

@@ -69,7 +69,7 @@ AGENTS: dict[str, str] = {
 ENV_AGENTS: dict[str, dict[str, str]] = {
     "Lynn/LiveWeb-v0": {"expert": "lynn.agents.web_expert:WebExpert"},
     "Lynn/Coordination-v0": {"oracle": "lynn.agents.bandits:OracleRouter"},
-    "Lynn/EVMQuest-v0": {"oracle": "lynn.envs.evmquest.oracle:EVMQuestOracle"},
+    "Lynn/EVMQuest-v0": {"oracle": "lynn.agents.evmquest_oracle:EVMQuestOracle"},
 }
 
 

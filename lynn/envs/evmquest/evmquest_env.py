@@ -214,6 +214,13 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
 
         return AGENT.address
 
+    @property
+    def task_instance(self) -> tuple[TaskInstance, dict[str, str], dict[str, Any]]:
+        """Privileged agents' view (the oracle): ``(instance, role -> contract name, state measured at reset)``."""
+        if self.instance is None:
+            raise RuntimeError("no task instance yet: call reset() first")
+        return self.instance, self.names, self.before
+
     # ------------------------------------------------------------------ gym API
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None

@@ -1,0 +1,43 @@
+"""The EVMQuest oracle: writes real Python scripts for the current task instance.
+
+A privileged agent: it reads the task through the env's documented accessor
+:attr:`lynn.envs.evmquest.evmquest_env.EVMQuestEnv.task_instance`, never the env's internals.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import gymnasium as gym
+
+from lynn.agents import Agent
+
+
+class EVMQuestOracle(Agent):
+    """Answers each step with the reference script of the env's current task instance.
+
+    Atomic tasks: one script. Composite tasks: one script per step in order, then
+    ``{"done": true}``.
+
+    Args:
+        env: a ``Lynn/EVMQuest-v0`` env made with ``action_mode="script"``.
+    """
+
+    name = "oracle"
+
+    def __init__(self, env: gym.Env | None = None, **kwargs: Any) -> None:
+        super().__init__(env, **kwargs)
+
+    def act(self, obs: Any, info: dict[str, Any]) -> str:
+        from lynn.envs.evmquest.spec import oracle_steps
+
+        if self.env is None:
+            raise ValueError("the EVMQuest oracle needs the env it acts in: make_agent('oracle', env)")
+        env = self.env.unwrapped
+        if getattr(env, "action_mode", None) != "script":
+            raise ValueError("the EVMQuest oracle writes scripts: use action_mode='script'")
+        instance, names, before = env.task_instance  # type: ignore[attr-defined]
+        scripts = oracle_steps(instance, names, before)
+        index = int(obs["step"])
+        return scripts[index] if index < len(scripts) else json.dumps({"done": True})
