@@ -9,8 +9,6 @@ import argparse
 import importlib
 import importlib.util
 import json
-import os
-import shutil
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -22,8 +20,6 @@ EXTENSIONS: list[str] = [
     "lynn.envs.liveweb.cli:register",
     "lynn.envs.coordination.cli:register",
 ]
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
 class UsageError(Exception):
@@ -179,27 +175,13 @@ PY_DEPS = [
 ]
 
 
-def chromium_path() -> str | None:
-    """The chromium Lynn uses: ``LYNN_CHROMIUM`` if set, else ``chromium`` on PATH."""
-    env = os.environ.get("LYNN_CHROMIUM")
-    if env:
-        return env if Path(env).exists() else None
-    return shutil.which("chromium") or shutil.which("chromium-browser")
+def doctor_checks() -> list[tuple[str, bool, str, str]]:
+    """(what, ok, detail, command that fixes it) for every piece Lynn can use.
 
+    External programs come from :func:`lynn.system.find_all`: the same lookups the envs use.
+    """
+    from lynn.system import find_all
 
-def anvil_path() -> str | None:
-    """The anvil binary: ``LYNN_ANVIL``, the repo's ``node_modules``, or PATH."""
-    env = os.environ.get("LYNN_ANVIL")
-    if env:
-        return env if Path(env).exists() else None
-    local = REPO_ROOT / "node_modules" / ".bin" / "anvil"
-    if local.exists():
-        return str(local)
-    return shutil.which("anvil")
-
-
-def doctor_checks() -> list[tuple[str, bool, str]]:
-    """(what, ok, command that fixes it) for every piece Lynn can use."""
     checks = []
     pip = f"{sys.executable} -m pip install"
     for name, extra in PY_DEPS:
@@ -207,23 +189,27 @@ def doctor_checks() -> list[tuple[str, bool, str]]:
         fix = f"{pip} -e '.[{extra}]'" if extra != "core" else f"{pip} -e ."
         if name == "torch":
             fix = f"{pip} torch==2.13.0  # CPU build; an unpinned torch pulls CUDA"
-        checks.append((f"python: {name}", ok, fix))
-    checks.append(
-        ("chromium", chromium_path() is not None, "apt-get install -y chromium  (or set LYNN_CHROMIUM)")
-    )
-    checks.append(("node", shutil.which("node") is not None, "apt-get install -y nodejs npm"))
-    checks.append(("anvil", anvil_path() is not None, f"cd {REPO_ROOT} && npm ci  (ships @foundry-rs/anvil)"))
+        checks.append((f"python: {name}", ok, "", fix))
+    for tool in find_all():
+        if tool.ok:
+            version = tool.version()
+            detail = f"{tool.path} (from {tool.source}{', ' + version if version else ''})"
+        else:
+            detail = f"{tool.source}; searched {', '.join(tool.searched)}"
+        checks.append((tool.name, tool.ok, detail, tool.fix))
     return checks
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
     missing = 0
-    for what, ok, fix in doctor_checks():
-        print(f"{'ok ' if ok else 'MISSING'}  {what}" + ("" if ok else f"\n         fix: {fix}"))
+    for what, ok, detail, fix in doctor_checks():
+        if ok:
+            print(f"ok       {what}" + (f"  {detail}" if detail else ""))
+        else:
+            print(f"MISSING  {what}\n         fix: {fix}\n         why: {detail}")
         missing += not ok
     print("all good" if not missing else f"{missing} missing; run the fix commands above (or `make test`)")
     return 0 if not missing else 1
-
 
 # --- parser -----------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:

@@ -59,6 +59,8 @@ def test_doctor_names_what_is_missing_and_the_fix() -> None:
     proc = run_lynn("doctor", extra_env={"LYNN_CHROMIUM": "/no/such/chromium", "LYNN_ANVIL": "/no/anvil"})
     assert proc.returncode == 1
     out = proc.stdout
-    assert "ok   python: gymnasium" in out
+    assert "ok       python: gymnasium" in out
     assert "MISSING  chromium\n         fix: apt-get install -y chromium" in out
+    assert "why: LYNN_CHROMIUM=/no/such/chromium is not an executable file" in out
     assert "MISSING  anvil\n         fix:" in out and "npm ci" in out
+    assert "why: LYNN_ANVIL=/no/anvil is not an executable file" in out

@@ -8,17 +8,16 @@ by the sandbox's read-only proxy.
 from __future__ import annotations
 
 import json
-import os
 import socket
 import subprocess
 import time
 import weakref
-from pathlib import Path
 from typing import Any
 
 from web3 import Web3
 
-REPO_ROOT = Path(__file__).resolve().parents[3]
+from lynn.system import find as find_tool
+
 BACKENDS = ("embedded", "anvil", "rpc")
 
 
@@ -27,16 +26,8 @@ class ChainError(RuntimeError):
 
 
 def anvil_binary() -> str | None:
-    """The anvil binary: ``LYNN_ANVIL``, the npm package's native binary, then the CLI's lookup."""
-    env = os.environ.get("LYNN_ANVIL")
-    if env and Path(env).exists():
-        return env
-    native = REPO_ROOT / "node_modules" / "@foundry-rs" / "anvil-linux-amd64" / "bin" / "anvil"
-    if native.exists():
-        return str(native)
-    from lynn.cli import anvil_path
-
-    return anvil_path()
+    """The anvil binary as :func:`lynn.system.find` finds it (the same lookup ``lynn doctor`` reports)."""
+    return find_tool("anvil").path
 
 
 def _free_port() -> int:
@@ -184,9 +175,7 @@ class AnvilChain(Chain):
     def __init__(self, chain_id: int, fork_url: str | None = None, binary: str | None = None) -> None:
         binary = binary or anvil_binary()
         if binary is None:
-            raise ChainError(
-                "anvil not found: run `npm ci` in the repository (ships @foundry-rs/anvil) or set LYNN_ANVIL"
-            )
+            raise ChainError(find_tool("anvil").explain())
         self.port = _free_port()
         args = [binary, "--port", str(self.port), "--host", "127.0.0.1", "--chain-id", str(chain_id)]
         args += ["--accounts", "1", "--balance", "1000000", "--hardfork", "cancun", "--silent"]

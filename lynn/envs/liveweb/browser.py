@@ -19,6 +19,7 @@ from urllib.parse import urljoin, urlsplit
 import numpy as np
 
 from lynn.envs.liveweb.actions import Action
+from lynn.system import find as find_tool
 
 CHROMIUM_FLAGS = [
     "--headless",
@@ -35,9 +36,7 @@ _REF_RUN = re.compile(r"(?: ?\[[^\[\]]+\])*? ?\[ref=([a-z0-9]+)\](?: \[[^\[\]]+\
 
 def chromium_executable() -> str | None:
     """Debian's chromium (or ``LYNN_CHROMIUM``); ``None`` lets Playwright use its own browser."""
-    from lynn.cli import chromium_path
-
-    return chromium_path()
+    return find_tool("chromium").path
 
 
 def origin(url: str) -> str:
