@@ -27,6 +27,11 @@ class AnyText(spaces.Space[str]):
     def is_np_flattenable(self) -> bool:
         return False
 
+    def __eq__(self, other: object) -> bool:  # vector envs check that every env has equal spaces
+        return isinstance(other, AnyText)
+
+    __hash__ = spaces.Space.__hash__
+
 
 class EchoTextEnv(gym.Env):
     """Dict observation with a free-text part; the action is text that is echoed back."""

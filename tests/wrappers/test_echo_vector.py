@@ -7,10 +7,17 @@ import time
 import gymnasium as gym
 import numpy as np
 import pytest
+from gymnasium.error import NoAsyncCallError
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 from lynn.wrappers.echo.vector import EchoVectorEnv
 from tests.wrappers._echo_envs import DelayEnv, EchoTextEnv
+
+
+def envs_kinds(envs: EchoVectorEnv) -> set[str]:
+    from lynn.wrappers.echo.vector import _layout_kinds
+
+    return _layout_kinds(envs._layout)
 
 
 def _alive(pid: int) -> bool:
@@ -39,7 +46,7 @@ def test_step_matches_sync_vector_env_same_step_autoreset() -> None:
             np.testing.assert_allclose(o, ro)
             np.testing.assert_array_equal(r, rr)
             np.testing.assert_array_equal(term, rterm)
-            np.testing.assert_array_equal(info["env_id"], [0, 1, 2])
+            assert "env_id" not in info  # step() infos are Gymnasium's own
             if term.any():
                 finished += 1
                 np.testing.assert_array_equal(info["_final_obs"], rinfo["_final_obs"])
@@ -73,10 +80,11 @@ def test_recv_returns_the_fastest_batch_and_stragglers_keep_running() -> None:
         envs.close()
 
 
-def test_text_and_dict_spaces_are_pickled() -> None:
+def test_text_parts_are_pickled_and_the_rest_shared() -> None:
     envs = EchoVectorEnv([EchoTextEnv, EchoTextEnv], batch_size=1)
     try:
-        assert envs._shm is None
+        # Per space: the custom text part through the pipe, the Discrete part in shared memory.
+        assert envs._layout[1]["text"][0] == "P" and envs._layout[1]["step"][0] == "S"
         obs, info = envs.reset(seed=0)
         assert obs["text"] == ("héllo ✓", "héllo ✓")
         obs, reward, term, trunc, info = envs.step(("añb", "🙂"))
@@ -90,7 +98,7 @@ def test_text_and_dict_spaces_are_pickled() -> None:
 
 
 def test_dead_worker_is_restarted_and_reported() -> None:
-    envs = EchoVectorEnv([lambda: DelayEnv(episode=50)] * 3, batch_size=3)
+    envs = EchoVectorEnv([lambda: DelayEnv(episode=50)] * 3, batch_size=3, on_error="restart")
     try:
         obs, info = envs.reset(seed=0)
         victim = int(info["pid"][1])
@@ -98,7 +106,7 @@ def test_dead_worker_is_restarted_and_reported() -> None:
         obs, reward, term, trunc, info = envs.step(np.zeros(3, dtype=np.int64))
         np.testing.assert_array_equal(trunc, [False, True, False])
         assert info["worker_restarted"][1] and not info["_worker_restarted"][0]
-        assert "worker died" in info["error"][1]
+        assert "killed by signal 9" in info["error"][1]
         assert obs[1, 0] == 0.0 and obs[0, 0] == 1.0  # env 1 reset, the others undisturbed
         assert envs.restarts == 1 and not _alive(victim)
         obs, *_ = envs.step(np.zeros(3, dtype=np.int64))
@@ -108,7 +116,9 @@ def test_dead_worker_is_restarted_and_reported() -> None:
 
 
 def test_worker_that_exits_mid_step_is_restarted() -> None:
-    envs = EchoVectorEnv([lambda: DelayEnv(die_at=2, episode=50), lambda: DelayEnv(episode=50)])
+    envs = EchoVectorEnv(
+        [lambda: DelayEnv(die_at=2, episode=50), lambda: DelayEnv(episode=50)], on_error="restart"
+    )
     try:
         envs.reset(seed=0)
         envs.step(np.zeros(2, dtype=np.int64))
@@ -146,11 +156,16 @@ def test_bad_arguments_raise_clear_errors() -> None:
         EchoVectorEnv([lambda: DelayEnv()] * 2, batch_size=3)
     envs = EchoVectorEnv([lambda: DelayEnv()] * 2, batch_size=1)
     try:
-        with pytest.raises(RuntimeError, match="send"):
+        with pytest.raises(NoAsyncCallError, match="send"):
             envs.recv()
-        envs.async_reset()
+        envs.reset()
         with pytest.raises(ValueError, match="actions"):
             envs.send(np.zeros(1, dtype=np.int64), [0, 1])
+        with pytest.raises(ValueError, match="out of range"):
+            envs.send(np.zeros(1, dtype=np.int64), [2])
+        with pytest.raises(ValueError, match="distinct"):
+            envs.send(np.zeros(2, dtype=np.int64), [1, 1])
+        assert not envs._pending  # none of the bad calls left anything in flight
     finally:
         envs.close()
 
@@ -164,7 +179,7 @@ def test_lynn_coordination_env_runs_through_shared_memory() -> None:
     ours = EchoVectorEnv(fns)
     ref = SyncVectorEnv(fns, autoreset_mode=AutoresetMode.SAME_STEP)
     try:
-        assert ours._shm is not None  # Dict of Boxes: shared memory, no pickling
+        assert envs_kinds(ours) == {"S"}  # Dict of Boxes: shared memory, no pickling
         obs, _ = ours.reset(seed=1)
         ref_obs, _ = ref.reset(seed=1)
         for _ in range(20):

@@ -9,9 +9,11 @@
     PPO("MlpPolicy", venv).learn(10_000)
 
 SB3's VecEnv contract is synchronous (every env steps every call), so the adapter steps all envs
-(``batch_size == num_envs``); the gain over ``SubprocVecEnv`` is the shared-memory observation path,
-dead-worker restart and the same worker code as the async ``EchoVectorEnv``. Done envs carry
-``info["terminal_observation"]`` and ``info["TimeLimit.truncated"]`` as SB3 expects.
+(``batch_size == num_envs``); what it adds to ``SubprocVecEnv`` is the shared-memory observation
+path, a step ``timeout`` and opt-in restarts of failed envs (``on_error="restart"``), with the same
+worker code as the async ``EchoVectorEnv``. Done envs carry ``info["terminal_observation"]`` and
+``info["TimeLimit.truncated"]`` as SB3 expects; Dict/Tuple action spaces take SB3's per-env list
+of actions. ``tests/wrappers/test_echo_conformance.py`` runs its claims against ``SubprocVecEnv``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.vector import AutoresetMode
 from stable_baselines3.common.vec_env.base_vec_env import VecEnv, VecEnvIndices, VecEnvObs, VecEnvStepReturn
 
 from lynn.wrappers.echo.vector import EchoVectorEnv
@@ -54,6 +57,11 @@ class EchoSB3VecEnv(VecEnv):
         start_method: multiprocessing start method (default ``forkserver`` where available, like
             ``SubprocVecEnv``).
         shared_memory: pass observations through shared memory where the space allows it.
+        on_error: ``"raise"`` (default, like ``SubprocVecEnv``) or ``"restart"``: a failed env is
+            restarted, its row is ``done`` with ``info["TimeLimit.truncated"]``, the episode's
+            last observation as ``info["terminal_observation"]`` and ``info["error"]``.
+        max_restarts: the restart budget with ``on_error="restart"``.
+        timeout: seconds one env's step may take before its worker is killed (None: no limit).
     """
 
     def __init__(
@@ -61,21 +69,40 @@ class EchoSB3VecEnv(VecEnv):
         env_fns: Sequence[Callable[[], gym.Env]],
         start_method: str | None = None,
         shared_memory: bool = True,
+        *,
+        on_error: str = "raise",
+        max_restarts: int = 100,
+        timeout: float | None = None,
     ) -> None:
         import multiprocessing as mp
 
         if start_method is None:
             start_method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
-        self.venv = EchoVectorEnv(env_fns, shared_memory=shared_memory, context=start_method)
-        self._actions: np.ndarray | None = None
+        self.venv = EchoVectorEnv(
+            env_fns,
+            shared_memory=shared_memory,
+            context=start_method,
+            autoreset_mode=AutoresetMode.SAME_STEP,  # SB3 wants terminal_observation in the done step
+            on_error=on_error,
+            max_restarts=max_restarts,
+            timeout=timeout,
+        )
         super().__init__(len(env_fns), self.venv.single_observation_space, self.venv.single_action_space)
 
-    def step_async(self, actions: np.ndarray) -> None:
-        self.venv.send(actions)
+    def step_async(self, actions: Any) -> None:
+        # SB3 passes an array with one row per env, or a list of per-env actions (Dict/Tuple spaces).
+        if isinstance(actions, dict):
+            per_env = self.venv._split_actions(actions, self.num_envs)
+        else:
+            per_env = list(actions)
+        if len(per_env) != self.num_envs:
+            raise ValueError(f"step_async() got {len(per_env)} actions for {self.num_envs} envs")
+        ids = self.venv._check_ids(None)
+        self.venv._send_steps(ids, per_env)
 
     def step_wait(self) -> VecEnvStepReturn:
         ids = list(range(self.num_envs))
-        self.venv._gather(self.num_envs, set(ids))
+        self.venv._gather(self.num_envs, set(ids), self.venv.timeout)
         obs, rewards, terminated, truncated, _ = self.venv._package(ids)
         infos: list[dict[str, Any]] = []
         for i, raw in enumerate(self.venv.last_infos):
@@ -83,9 +110,9 @@ class EchoSB3VecEnv(VecEnv):
             if done:
                 info = dict(raw.get("final_info") or {})
                 info["terminal_observation"] = raw.get("final_obs")
-                if raw.get("worker_restarted"):
-                    info["worker_restarted"] = True
-                    info["error"] = raw.get("error")
+                for key in ("worker_restarted", "error"):
+                    if key in raw:
+                        info[key] = raw[key]
                 self.reset_infos[i] = {k: v for k, v in raw.items() if k not in ("final_obs", "final_info")}
             else:
                 info = dict(raw)
@@ -95,14 +122,12 @@ class EchoSB3VecEnv(VecEnv):
 
     def reset(self) -> VecEnvObs:
         seeds = [s if s is None else int(s) for s in self._seeds]
-        options = self._options
-        self.venv.async_reset(seed=seeds)
-        if any(options):  # per-env options: re-send those envs' resets with them
-            self.venv._drain()
-            for i in range(self.num_envs):
-                self.venv._send(i, "reset", (seeds[i], options[i] or None))
+        options = [o or None for o in self._options]
+        self.venv._assert_open()
+        self.venv._state = None
+        self.venv._send_resets(seeds, options)
         ids = list(range(self.num_envs))
-        self.venv._gather(self.num_envs, set(ids))
+        self.venv._gather(self.num_envs, set(ids), self.venv.timeout)
         obs, _, _, _, _ = self.venv._package(ids)
         self.reset_infos = [dict(i) for i in self.venv.last_infos]
         self._reset_seeds()
@@ -122,8 +147,7 @@ class EchoSB3VecEnv(VecEnv):
         return self.venv.call_on(self._get_indices(indices), attr_name)
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
-        for i in self._get_indices(indices):
-            self.venv._roundtrip(i, "setattr", (attr_name, value))
+        self.venv.set_attr_on(list(self._get_indices(indices)), attr_name, value)
 
     def env_method(
         self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any
