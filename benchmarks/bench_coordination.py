@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from lynn.envs.coordination.bench import main
+from lynn.bench.coordination import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,6 +1,6 @@
 """LiveWeb step and reset latency: ours vs raw Playwright (and BrowserGym in its own venv, if given).
 
-The benchmark lives in :mod:`lynn.envs.liveweb.bench` so that ``lynn bench liveweb`` runs it too; see
+The benchmark lives in :mod:`lynn.bench.liveweb` so that ``lynn bench liveweb`` runs it too; see
 that module for what is measured and how to set up BrowserGym's venv.
 
     .venv/bin/python benchmarks/bench_liveweb.py [--steps 40 --resets 12]
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 
-from lynn.envs.liveweb.bench import main
+from lynn.bench.liveweb import main
 
 if __name__ == "__main__":
     sys.exit(main())

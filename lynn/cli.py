@@ -1,6 +1,7 @@
-"""The ``lynn`` command: envs, tasks, eval, suite, leaderboard, doctor (+ per-system extensions).
+"""The ``lynn`` command: envs, tasks, eval, suite, leaderboard, doctor, bench (+ env-specific commands).
 
-User mistakes (unknown env, agent, task; bad flags) print one ``lynn: error: ...`` line and exit 2.
+User mistakes (unknown env, agent, task; bad flags) print one ``lynn: error: ...`` line and exit 2; a
+reader that closes the pipe early (``lynn tasks ... --json | head``) ends the command quietly.
 """
 
 from __future__ import annotations
@@ -9,21 +10,29 @@ import argparse
 import importlib
 import importlib.util
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-# Per-system subcommands: "module:function" taking the subparsers object. Imported lazily so that a
-# system's heavy dependencies are only needed when its own command runs.
-EXTENSIONS: list[str] = [
-    "lynn.envs.liveweb.cli:register",
-    "lynn.envs.coordination.cli:register",
+from lynn.errors import UsageError
+
+__all__ = ["BENCHES", "COMMANDS", "UsageError", "build_parser", "main"]
+
+# Env-specific commands: "module:function", the function adding its command to the subparsers object.
+# Those modules import lynn.errors (never this module) and do their heavy imports inside the command.
+COMMANDS: list[str] = [
+    "lynn.envs.liveweb.cli:register",  # lynn sites serve
 ]
 
-
-class UsageError(Exception):
-    """A mistake in how the command was called; reported in one line with exit code 2."""
+# `lynn bench NAME`: name -> (module with add_arguments(parser) and run(args), one-line help). The module
+# is imported only when its benchmark runs; adding a benchmark is one line here (see lynn.bench).
+BENCHES: dict[str, tuple[str, str]] = {
+    "coordination": ("lynn.bench.coordination", "routing: LinUCB vs MABWiser LinUCB, VW cb_explore_adf"),
+    "liveweb": ("lynn.bench.liveweb", "LiveWeb step/reset latency vs raw Playwright (and BrowserGym)"),
+    "specdec": ("lynn.bench.specdec", "speculative decoding vs plain greedy and HF assisted generation"),
+}
 
 
 def _parse_kv(pairs: Sequence[str] | None, flag: str) -> dict[str, Any]:
@@ -211,6 +220,18 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     print("all good" if not missing else f"{missing} missing; run the fix commands above (or `make test`)")
     return 0 if not missing else 1
 
+
+# --- bench ------------------------------------------------------------------------------------
+def cmd_bench(args: argparse.Namespace) -> int:
+    """``lynn bench NAME [FLAGS]``: the benchmark module parses FLAGS itself (``-h`` lists them)."""
+    from lynn.bench import load, parser_for
+
+    module_name, _ = BENCHES[args.bench_name]
+    module = load(module_name)
+    bench_args = parser_for(module, prog=f"lynn bench {args.bench_name}").parse_args(args.bench_argv)
+    return int(module.run(bench_args) or 0)
+
+
 # --- parser -----------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -268,11 +289,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("doctor", help="check dependencies and print the commands that fix what is missing")
     p.set_defaults(func=cmd_doctor)
 
-    # `lynn bench SYSTEM` is shared: each system's extension adds its benchmark under it.
-    p = sub.add_parser("bench", help="run a system's benchmark (tables + plots)")
-    p.add_subparsers(dest="bench_system", required=True, metavar="SYSTEM")
+    p = sub.add_parser("bench", help="run a benchmark: ours and its anchor side by side (tables + plots)")
+    names = p.add_subparsers(dest="bench_name", required=True, metavar="NAME")
+    for name, (_, help_text) in BENCHES.items():
+        # The benchmark's own flags are parsed by its module (cmd_bench), so listing them costs nothing.
+        b = names.add_parser(name, help=help_text, add_help=False)
+        b.set_defaults(func=cmd_bench, takes_bench_argv=True)
 
-    for target in EXTENSIONS:
+    for target in COMMANDS:
         module_name, _, attr = target.partition(":")
         register: Callable[[Any], None] = getattr(importlib.import_module(module_name), attr)
         register(sub)
@@ -284,20 +308,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     from lynn.eval.runner import EvalError
 
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if getattr(args, "takes_bench_argv", False):
+        args.bench_argv = extra
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows up here, not at interpreter exit
+        return code
     except (UsageError, EvalError, UnknownAgentError, FileNotFoundError) as exc:
         print(f"lynn: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("lynn: interrupted; `lynn eval` resumes where it stopped", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader left (`| head`): say nothing, and keep Python's exit-time flush from failing too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a tool killed by a closed pipe
 
 
 if __name__ == "__main__":
-    # Run the imported module's main, not this __main__ copy, so that `except UsageError` matches the
-    # class extensions raise (`python -m lynn.cli` would otherwise hold two copies of the module).
-    from lynn.cli import main as _main
-
-    sys.exit(_main())
+    sys.exit(main())

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 import lynn
-from tests.conftest import GUESS, run_lynn
+from tests.conftest import GUESS, REPO, run_lynn
 
 
 def test_envs_lists_every_registered_id() -> None:
@@ -64,3 +67,72 @@ def test_doctor_names_what_is_missing_and_the_fix() -> None:
     assert "why: LYNN_CHROMIUM=/no/such/chromium is not an executable file" in out
     assert "MISSING  anvil\n         fix:" in out and "npm ci" in out
     assert "why: LYNN_ANVIL=/no/anvil is not an executable file" in out
+
+
+def test_bench_lists_the_table_and_each_benchmark_parses_its_own_flags() -> None:
+    from lynn.cli import BENCHES
+
+    proc = run_lynn("bench", "--help")
+    assert proc.returncode == 0
+    for name in BENCHES:
+        assert name in proc.stdout
+    proc = run_lynn("bench", "coordination", "--help")
+    assert proc.returncode == 0 and "usage: lynn bench coordination" in proc.stdout
+    assert "--speed-steps" in proc.stdout
+    proc = run_lynn("bench", "liveweb", "--steps", "x")
+    assert proc.returncode == 2 and "lynn bench liveweb: error: argument --steps" in proc.stderr
+    proc = run_lynn("bench", "nope")
+    assert proc.returncode == 2 and "invalid choice: 'nope'" in proc.stderr
+
+
+def test_every_bench_module_in_the_table_is_a_benchmark() -> None:
+    from lynn.bench import load
+    from lynn.cli import BENCHES
+    from lynn.errors import UsageError
+
+    for name, (module_name, help_text) in BENCHES.items():
+        try:
+            module = load(module_name)
+        except UsageError as exc:  # a benchmark announced in the table before its module lands
+            assert name == "specdec" and "no benchmark module lynn.bench.specdec" in str(exc)
+            continue
+        assert module.__doc__ and help_text
+    with pytest.raises(UsageError, match="no benchmark module lynn.bench.nope"):
+        load("lynn.bench.nope")
+    with pytest.raises(UsageError, match="not a benchmark module"):
+        load("lynn.errors")
+
+
+def test_other_commands_still_reject_unknown_flags() -> None:
+    proc = run_lynn("envs", "--bogus")
+    assert proc.returncode == 2 and "unrecognized arguments: --bogus" in proc.stderr
+
+
+@pytest.mark.parametrize("args", [["tasks", GUESS, "--json"], ["envs"], ["doctor"]])
+def test_closed_pipe_ends_quietly(args: list[str]) -> None:
+    # The reader is gone before the command writes (what `lynn tasks ... --json | head` leads to).
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "lynn.cli", *args],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141
+    assert err == ""
+
+
+def test_closed_pipe_through_a_shell_head() -> None:
+    shell = f"{sys.executable} -m lynn.cli tasks {GUESS} --json | head -c 5; exit ${{PIPESTATUS[0]}}"
+    proc = subprocess.run(
+        ["bash", "-c", shell],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+    )
+    assert proc.stdout == '[{"ta' and "Traceback" not in proc.stderr and proc.returncode in (0, 141)

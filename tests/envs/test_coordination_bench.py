@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
-from lynn.envs.coordination.bench import ROUTERS, abandon_time, run_router
+from lynn.bench.coordination import ROUTERS, abandon_time, run_router
 from tests.conftest import run_lynn
 
 
@@ -36,17 +37,37 @@ def test_bench_cli_writes_table_plot_and_goal_lines(tmp_path: Path) -> None:
     }
 
 
-def test_bench_usage_error_is_one_line() -> None:
-    # The installed console script (``python -m lynn.cli`` loads lynn.cli twice, so an extension's
-    # UsageError is not the one main() catches there).
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--scenarios", "nope"], "lynn: error: unknown scenario(s) nope"),
+        (["--seeds", "0"], "lynn: error: --seeds, --steps and --speed-steps must be at least 1"),
+    ],
+)
+def test_bench_usage_error_is_one_line(argv: list[str], message: str) -> None:
+    # Both ways in: `python -m lynn.cli` and the installed console script share lynn.errors.UsageError.
+    proc = run_lynn("bench", "coordination", *argv)
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and len(lines) == 1 and lines[0].startswith(message)
     lynn_script = Path(sys.executable).parent / "lynn"
     proc = subprocess.run(
-        [str(lynn_script), "bench", "coordination", "--scenarios", "nope"],
-        capture_output=True,
-        text=True,
-        timeout=60,
+        [str(lynn_script), "bench", "coordination", *argv], capture_output=True, text=True, timeout=60
     )
-    assert proc.returncode == 2 and proc.stderr.strip().startswith("lynn: error: unknown scenario")
+    assert proc.returncode == 2 and proc.stderr.strip().startswith(message)
+
+
+def test_bench_script_takes_the_same_flags(tmp_path: Path) -> None:
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_coordination.py"
+    proc = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and "--speed-steps" in proc.stdout and "MABWiser" in proc.stdout
+    proc = subprocess.run(
+        [sys.executable, str(script), "--scenarios", "nope"], capture_output=True, text=True, timeout=60
+    )
+    assert (
+        proc.returncode == 2
+        and "error: unknown scenario(s) nope" in proc.stderr
+        and "Traceback" not in proc.stderr
+    )
 
 
 def test_library_adapters_learn_on_delayed_feedback() -> None:

@@ -1,7 +1,7 @@
-"""Time BrowserGym on a bundled Lynn page; run by lynn.envs.liveweb.bench inside BrowserGym's own venv.
+"""Time BrowserGym on a bundled Lynn page; run by :mod:`lynn.bench.liveweb` inside BrowserGym's own venv.
 
 BrowserGym pins an older Playwright, so it cannot share Lynn's venv. Usage (prints one JSON line):
-    BGYM_PYTHON lynn/envs/liveweb/browsergym_probe.py URL --steps 20 --resets 5 [--tuned]
+    BGYM_PYTHON lynn/bench/browsergym_probe.py URL --steps 20 --resets 5 [--tuned]
 ``--tuned`` sets ``slow_mo=0, pre_observation_delay=0`` (BrowserGym's defaults are 1 s and 0.5 s).
 This script imports only BrowserGym and the standard library.
 """

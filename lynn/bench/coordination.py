@@ -6,8 +6,8 @@ success before/after the shock, recovery time (rolling-50 success back to 0.9x t
 and held for 50 steps), the time to stop routing to the shocked worker, cost per correct answer, and
 decisions per second (the router's own ``act`` + ``observe`` time, env excluded).
 
-``lynn bench coordination`` and ``benchmarks/bench_coordination.py`` call :func:`main`; MABWiser
-and Vowpal Wabbit are imported only here (extra ``coordination``).
+Run: ``lynn bench coordination`` or ``.venv/bin/python benchmarks/bench_coordination.py`` (same
+flags). MABWiser and Vowpal Wabbit are imported only here (extra ``coordination``).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from lynn.agents.linucb import DelayedUpdates, LinUCBAgent, candidates
 from lynn.agents.random_agent import RandomAgent
 from lynn.envs.coordination.coordination_env import CoordinationEnv
 from lynn.envs.coordination.metrics import loglog_slope, recovery_time
+from lynn.errors import UsageError
 
 
 # --- library adapters -------------------------------------------------------------------------
@@ -456,18 +457,35 @@ def plot(rows: list[Row], path: Path) -> None:
     plt.close(fig)
 
 
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The benchmark's flags (shared by ``lynn bench coordination`` and the benchmarks/ script)."""
+    parser.add_argument("--seeds", type=int, default=3, help="seeded streams per scenario")
+    parser.add_argument("--steps", type=int, default=1000, help="decisions per stream (stationary: 2x)")
+    parser.add_argument(
+        "--scenarios", default="stationary,symphony-shock,symphony-shock-unavailable,drift,churn"
+    )
+    parser.add_argument("--speed-steps", type=int, default=2000, help="replayed decisions for decisions/s")
+    parser.add_argument("--routers", help="comma-separated subset of the router labels (substring match)")
+    parser.add_argument("--out", default="results/bench/coordination", help="where the PNG and tables go")
+    parser.add_argument("--quiet", action="store_true", help="no per-run progress lines")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Parse ``argv`` like ``lynn bench coordination`` and run the benchmark."""
-    from lynn.envs.coordination.cli import add_arguments
+    from lynn.bench import main as bench_main
 
-    parser = argparse.ArgumentParser(
-        description="Routing benchmark: ours vs MABWiser LinUCB and VW cb_explore_adf"
-    )
-    add_arguments(parser)
-    return run_from_args(parser.parse_args(argv))
+    return bench_main(__name__, argv)
 
 
-def run_from_args(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    """Run the benchmark with parsed flags: print the tables and write the report under ``--out``."""
+    from lynn.envs.coordination.scenarios import SCENARIOS
+
+    unknown = [s for s in args.scenarios.split(",") if s not in SCENARIOS]
+    if unknown:
+        raise UsageError(f"unknown scenario(s) {', '.join(unknown)}; choose from {', '.join(SCENARIOS)}")
+    if args.seeds < 1 or args.steps < 1 or args.speed_steps < 1:
+        raise UsageError("--seeds, --steps and --speed-steps must be at least 1")
     scenarios = {}
     for name in args.scenarios.split(","):
         # The stationary stream runs longer so that the regret's growth rate (log-log slope) shows.

@@ -8,7 +8,7 @@ bookkeeping). A reset is a fresh context, login when the task needs it, the star
 observation. Run: ``lynn bench liveweb`` or ``.venv/bin/python benchmarks/bench_liveweb.py`` (same flags).
 
 BrowserGym side by side (optional; it pins Playwright 1.44, so it lives in its own venv and is timed by
-``lynn/envs/liveweb/browsergym_probe.py`` on the same bundled page):
+``lynn/bench/browsergym_probe.py`` on the same bundled page):
     python3 -m venv /tmp/bgym-venv && /tmp/bgym-venv/bin/pip install browsergym-core
     mkdir -p /tmp/pwb/chromium-1117/chrome-linux && ln -sf /usr/bin/chromium /tmp/pwb/chromium-1117/chrome-linux/chrome
     .venv/bin/python benchmarks/bench_liveweb.py --browsergym-python /tmp/bgym-venv/bin/python --browsergym-browsers /tmp/pwb
@@ -23,6 +23,8 @@ import statistics
 import subprocess
 import time
 from pathlib import Path
+
+from lynn.errors import UsageError
 
 BROWSERGYM_STEP_DEFAULT_S = 1.8  # FIELD-NOTES: measured here, slow_mo=1 s + 0.5 s pre-observation delay
 BROWSERGYM_STEP_TUNED_S = 0.26  # FIELD-NOTES: slow_mo=0, pre_observation_delay=0 (lower bound of 0.26-0.31)
@@ -137,6 +139,13 @@ def run(args: argparse.Namespace) -> int:
     """Run the benchmark and print the tables."""
     from lynn.envs.liveweb.sites.server import SiteServer
 
+    if args.steps < 1 or args.resets < 1:
+        raise UsageError("--steps and --resets must be at least 1")
+    if args.browsergym_python and not Path(args.browsergym_python).exists():
+        raise UsageError(
+            f"--browsergym-python {args.browsergym_python} does not exist (see `lynn bench liveweb -h`)"
+        )
+
     bgym: dict[str, dict[str, float]] = {}
     with SiteServer(("shop",)) as server:
         raw_step, raw_reset = raw_playwright(server.urls, args.steps, args.resets)
@@ -185,10 +194,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    add_arguments(ap)
-    return run(ap.parse_args(argv))
+    """Parse ``argv`` like ``lynn bench liveweb`` and run the benchmark."""
+    from lynn.bench import main as bench_main
 
-
-if __name__ == "__main__":
-    main()
+    return bench_main(__name__, argv)

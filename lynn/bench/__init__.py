@@ -1,0 +1,67 @@
+"""Benchmarks: one module per measure, behind ``lynn bench NAME`` and the thin ``benchmarks/*.py`` scripts.
+
+A benchmark module has a docstring (its first line is the ``lynn bench`` help) and two functions:
+
+* ``add_arguments(parser)`` adds its flags to an :class:`argparse.ArgumentParser`;
+* ``run(args) -> int`` runs it and prints its table (anchor and ours side by side, with the ratio);
+  mistakes in the flags raise :class:`lynn.errors.UsageError`.
+
+:func:`main` parses a command line for one module; ``lynn bench NAME`` and ``benchmarks/bench_NAME.py``
+both end there, so the two take the same flags. Modules import their heavy dependencies (the envs,
+agents, comparison libraries) inside ``run``, so listing the benchmarks stays cheap. The names
+``lynn bench`` offers are the table ``BENCHES`` in :mod:`lynn.cli`; a module ``lynn.bench.NAME``
+not in the table is found by its name too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+from lynn.errors import UsageError
+
+__all__ = ["load", "main", "summary"]
+
+
+def load(module_name: str) -> ModuleType:
+    """Import a benchmark module, checking that it has ``add_arguments`` and ``run``."""
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and module_name.startswith(exc.name):
+            raise UsageError(f"no benchmark module {module_name}") from exc
+        raise UsageError(f"benchmark {module_name} needs {exc.name}: {exc}") from exc
+    missing = [f for f in ("add_arguments", "run") if not callable(getattr(module, f, None))]
+    if missing:
+        raise UsageError(f"{module_name} is not a benchmark module (no {', '.join(missing)})")
+    return module
+
+
+def summary(module: ModuleType) -> str:
+    """The first line of the module's docstring."""
+    return (module.__doc__ or module.__name__).strip().splitlines()[0]
+
+
+def parser_for(module: ModuleType, prog: str | None = None) -> argparse.ArgumentParser:
+    """The module's own parser (its flags, its docstring as the description)."""
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=module.__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    module.add_arguments(parser)
+    return parser
+
+
+def main(module_name: str, argv: Sequence[str] | None = None, prog: str | None = None) -> int:
+    """Parse ``argv`` with the module's flags and run it; a :class:`UsageError` exits 2 in one line."""
+    module = load(module_name)
+    parser = parser_for(module, prog)
+    args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+    try:
+        return int(module.run(args) or 0)
+    except UsageError as exc:
+        parser.exit(2, f"{parser.prog}: error: {exc}\n")
