@@ -9,35 +9,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-
-def _bench_systems(sub: Any) -> Any:
-    """The sub-subparsers of the shared ``lynn bench`` (created here if the CLI has none yet)."""
-    bench = sub.choices.get("bench")
-    if bench is None:
-        bench = sub.add_parser("bench", help="run a system's benchmark (tables + plots)")
-        return bench.add_subparsers(dest="bench_system", required=True, metavar="SYSTEM")
-    for action in bench._actions:  # argparse keeps the subparsers action among the parser's actions
-        if isinstance(action, argparse._SubParsersAction):
-            return action
-    return bench.add_subparsers(dest="bench_system", required=True, metavar="SYSTEM")
-
-
-def cmd_bench_liveweb(args: argparse.Namespace) -> int:
-    from lynn.envs.liveweb.bench import run
-
-    return run(args)
+from lynn.errors import UsageError
 
 
 def register(sub: Any) -> None:
     """Add the ``sites``, ``collect`` and ``bench liveweb`` subcommands to the ``lynn`` parser."""
-    from lynn.envs.liveweb.bench import add_arguments
-
-    b = _bench_systems(sub).add_parser(
-        "liveweb", help="LiveWeb step/reset latency vs raw Playwright (and BrowserGym)"
-    )
-    add_arguments(b)
-    b.set_defaults(func=cmd_bench_liveweb)
-
     p = sub.add_parser("sites", help="the bundled LiveWeb sites (shop, forum, admin)")
     sp = p.add_subparsers(dest="sites_command", required=True, metavar="ACTION")
     s = sp.add_parser("serve", help="serve the bundled sites until Ctrl-C")
@@ -67,7 +43,6 @@ def register(sub: Any) -> None:
 
 
 def cmd_sites_serve(args: argparse.Namespace) -> int:
-    from lynn.cli import UsageError
     from lynn.envs.liveweb.sites.seed import ADMIN_PASSWORD, ADMIN_USER, DEFAULT_PASSWORD
     from lynn.envs.liveweb.sites.server import SITE_NAMES, SiteServer
 
