@@ -8,11 +8,13 @@ answers. The env then applies the step-efficiency factor.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
 from eth_abi import decode
 
+from lynn.envs.evmquest.answers import UNIT_INT, AnswerSpec, matches, merged_fields
 from lynn.envs.evmquest.logic import (
     DEADLINE,
     ROUTER_FNS,
@@ -20,13 +22,13 @@ from lynn.envs.evmquest.logic import (
     Ctx,
     TaskLogic,
     abi_json,
-    answer_matches,
     bal,
     close,
     native,
     plain_script,
     query_script,
     selector,
+    share,
     tx_script,
     wei,
 )
@@ -93,24 +95,20 @@ def c_close(name: str, weight: int, got: int, want: int, rel: float = 1e-3) -> C
     return Check(name, weight, close(int(got), int(want), rel), f"got {got}, expected {want}")
 
 
-def c_answer_at(v: Ctx, index: int, want: Any, weight: int, name: str, decimals: int = 18) -> Check:
-    got = v.answers[index] if len(v.answers) > (index if index >= 0 else -index - 1) else None
-    ok = got is not None and answer_matches(got, want, decimals)
-    return Check(name, weight, ok, f"answer={str(got)[:120]}, expected {str(want)[:120]}")
+def c_field(v: Ctx, field: str, want: Any, weight: int) -> Check:
+    """The named answer field (its last value over the episode) equals the truth exactly."""
+    fields = merged_fields(v.answers)
+    got = fields.get(field)
+    ok = field in fields and matches(got, want)
+    return Check(field, weight, ok, f"answered {str(got)[:120]}, expected {str(want)[:120]}")
 
 
-def _flatten(value: Any) -> list[Any]:
-    if isinstance(value, dict):
-        return [x for v in value.values() for x in _flatten(v)]
-    if isinstance(value, (list, tuple)):
-        return [x for v in value for x in _flatten(v)]
-    return [value]
+def answer_fields(*fields: tuple[str, str]) -> AnswerSpec:
+    return AnswerSpec(fields=tuple(fields))
 
 
-def c_any_answer(v: Ctx, want: Any, weight: int, name: str) -> Check:
-    values = [x for a in v.answers for x in _flatten(a)]
-    ok = any(answer_matches(x, want) for x in values)
-    return Check(name, weight, ok, f"{len(values)} answered value(s); expected one to be {want}")
+def amount_field(name: str, what: str) -> tuple[str, str]:
+    return (name, f"{what}, {UNIT_INT}")
 
 
 def calls(v: Ctx, signature: str, types: list[str]) -> list[tuple[Any, ...]]:
@@ -272,12 +270,32 @@ def s_unwrap(n: dict[str, str], amount_expr: str) -> str:
     )
 
 
-def q_balance(n: dict[str, str], token: str, who: str = "agent_address") -> str:
-    return query_script(n[token], "LynnToken", ["balanceOf"], f"contract.functions.balanceOf({who}).call()")
+def fields_expr(**fields: str) -> str:
+    return "{" + ", ".join(f"{json.dumps(k)}: {e}" for k, e in fields.items()) + "}"
 
 
-def q_native(who: str = "agent_address") -> str:
-    return plain_script(f'return {{"query_result": w3.eth.get_balance({who})}}')
+def q_balance(n: dict[str, str], token: str, field: str, who: str = "agent_address") -> str:
+    return query_script(
+        n[token],
+        "LynnToken",
+        ["balanceOf"],
+        fields_expr(**{field: f"contract.functions.balanceOf({who}).call()"}),
+    )
+
+
+def q_native(field: str, who: str = "agent_address") -> str:
+    return plain_script(f'return {{"query_result": {fields_expr(**{field: f"w3.eth.get_balance({who})"})}}}')
+
+
+def q_view(n: dict[str, str], role: str, art: str, fn: str, field: str, args: str = "") -> str:
+    return query_script(n[role], art, [fn], fields_expr(**{field: f"contract.functions.{fn}({args}).call()"}))
+
+
+def q_quote(n: dict[str, str], p: dict[str, Any]) -> str:
+    expr = f"contract.functions.getAmountsOut({wei_lit(p['amount'])}, {path_expr(n, p['path'])}).call()[-1]"
+    return query_script(
+        n["router"], "UniswapV2Router02", ["getAmountsOut"], fields_expr(expected_output=expr)
+    )
 
 
 def wei_lit(amount: str) -> str:
@@ -289,6 +307,7 @@ def comp(
     steps: Steps,
     checks: Callable[[Ctx], list[Check]],
     setup: Callable[[World, dict[str, Any]], None] | None = None,
+    answer: AnswerSpec | None = None,
 ) -> None:
     COMPOSITES[task_id] = TaskLogic(
         script=lambda p, n: steps(p, n, {})[0],
@@ -296,6 +315,7 @@ def comp(
         measure=measure_all,
         setup=setup or (lambda w, p: None),
         steps=steps,
+        answer=answer,
     )
 
 
@@ -341,7 +361,7 @@ comp(
         s_remove(
             n,
             "pair_wrapped_stable",
-            f"pair.functions.balanceOf(agent_address).call() * {int(p['percent'])} // 100",
+            share("pair.functions.balanceOf(agent_address).call()", p["percent"]),
             True,
             "stable",
         ),
@@ -373,14 +393,15 @@ comp(
     lambda p, n, b: [
         s_approve(n, "stable", "router"),
         s_swap_tokens(n, ["stable", "stable2"], wei_lit(p["amount"])),
-        q_balance(n, "stable2"),
+        q_balance(n, "stable2", "balance_after"),
     ],
     lambda v: [
         c_close("spent", 35, -v.delta("stable"), wei(v.params["amount"]), 0),
         c_close("received", 15, v.delta("stable2"), v.before["quote_out"], 2e-2),
-        c_answer_at(v, -1, v.after["stable2"], 40, "reported_balance"),
+        c_field(v, "balance_after", v.after["stable2"], 40),
         c_all_ok(v, 10),
     ],
+    answer=answer_fields(amount_field("balance_after", "your {stable2} balance after the swap")),
 )
 comp(
     "composite_approve_swap_to_bnb",
@@ -446,21 +467,36 @@ comp(
 )
 comp(
     "composite_batch_query_2_balances",
-    lambda p, n, b: [q_native(), q_balance(n, p["token"])],
+    lambda p, n, b: [q_native("native_balance"), q_balance(n, p["token"], "token_balance")],
     lambda v: [
-        c_any_answer(v, v.after["native"], 50, "native_balance"),
-        c_any_answer(v, v.after[v.params["token"]], 50, "token_balance"),
+        c_field(v, "native_balance", v.after["native"], 50),
+        c_field(v, "token_balance", v.after[v.params["token"]], 50),
     ],
+    answer=answer_fields(
+        amount_field("native_balance", "your {native} balance"),
+        amount_field("token_balance", "your {token} balance"),
+    ),
 )
 comp(
     "composite_batch_query_portfolio",
-    lambda p, n, b: [q_native(), q_balance(n, "wrapped"), q_balance(n, "stable"), q_balance(n, "gov")],
-    lambda v: [
-        c_any_answer(v, v.after["native"], 25, "native_balance"),
-        c_any_answer(v, v.after["wrapped"], 25, "wrapped_balance"),
-        c_any_answer(v, v.after["stable"], 25, "stable_balance"),
-        c_any_answer(v, v.after["gov"], 25, "gov_balance"),
+    lambda p, n, b: [
+        q_native("native_balance"),
+        q_balance(n, "wrapped", "wrapped_balance"),
+        q_balance(n, "stable", "stable_balance"),
+        q_balance(n, "gov", "gov_balance"),
     ],
+    lambda v: [
+        c_field(v, "native_balance", v.after["native"], 25),
+        c_field(v, "wrapped_balance", v.after["wrapped"], 25),
+        c_field(v, "stable_balance", v.after["stable"], 25),
+        c_field(v, "gov_balance", v.after["gov"], 25),
+    ],
+    answer=answer_fields(
+        amount_field("native_balance", "your {native} balance"),
+        amount_field("wrapped_balance", "your {wrapped} balance"),
+        amount_field("stable_balance", "your {stable} balance"),
+        amount_field("gov_balance", "your {gov} balance"),
+    ),
 )
 
 
@@ -704,7 +740,7 @@ def _optimized_checks(v: Ctx) -> list[Check]:
     quote = v.before["quote_out"]
     floor = quote * (100 - int(v.params["slippage"])) // 100
     return [
-        c_answer_at(v, 0, quote, 30, "quoted_output"),
+        c_field(v, "expected_output", quote, 30),
         c_close("spent", 40, -v.delta(v.params["path"][0]), wei(v.params["amount"]), 0),
         c_true(
             "min_out_protects",
@@ -718,16 +754,12 @@ def _optimized_checks(v: Ctx) -> list[Check]:
 comp(
     "composite_optimized_swap_with_query",
     lambda p, n, b: [
-        query_script(
-            n["router"],
-            "UniswapV2Router02",
-            ["getAmountsOut"],
-            f"contract.functions.getAmountsOut({wei_lit(p['amount'])}, {path_expr(n, p['path'])}).call()[-1]",
-        ),
+        q_quote(n, p),
         s_approve(n, p["path"][0], "router"),
         s_swap_tokens(n, p["path"], wei_lit(p["amount"]), 100 - int(p["slippage"])),
     ],
     _optimized_checks,
+    answer=answer_fields(amount_field("expected_output", "the router's quoted output before swapping")),
 )
 comp(
     "composite_portfolio_rebalance",
@@ -746,63 +778,75 @@ comp(
 comp(
     "composite_query_allowance_approve_verify",
     lambda p, n, b: [
-        query_script(
-            n["stable"],
-            "LynnToken",
-            ["allowance"],
-            f"contract.functions.allowance(agent_address, {p['spender']!r}).call()",
-        ),
+        q_view(n, "stable", "LynnToken", "allowance", "allowance_before", f"agent_address, {p['spender']!r}"),
         s_approve(n, "stable", p["spender"], wei_lit(p["amount1"])),
-        query_script(
-            n["stable"],
-            "LynnToken",
-            ["allowance"],
-            f"contract.functions.allowance(agent_address, {p['spender']!r}).call()",
-        ),
+        q_view(n, "stable", "LynnToken", "allowance", "allowance_after", f"agent_address, {p['spender']!r}"),
     ],
     lambda v: [
         c_close("allowance_set", 50, v.after["allowance_stable"], wei(v.params["amount1"]), 0),
-        c_answer_at(v, 0, v.before["allowance_stable"], 20, "allowance_before"),
-        c_answer_at(v, -1, v.after["allowance_stable"], 30, "allowance_after"),
+        c_field(v, "allowance_before", v.before["allowance_stable"], 20),
+        c_field(v, "allowance_after", v.after["allowance_stable"], 30),
     ],
+    answer=answer_fields(
+        amount_field("allowance_before", "the allowance before your approval"),
+        amount_field("allowance_after", "the allowance after it"),
+    ),
 )
 comp(
     "composite_query_balance_wrap_verify",
-    lambda p, n, b: [q_native(), s_wrap(n, p["amount"]), q_balance(n, "wrapped")],
+    lambda p, n, b: [
+        q_native("native_balance_before"),
+        s_wrap(n, p["amount"]),
+        q_balance(n, "wrapped", "wrapped_balance_after"),
+    ],
     lambda v: [
         c_close("wrapped", 50, v.delta("wrapped"), wei(v.params["amount"]), 0),
-        c_answer_at(v, 0, v.before["native"], 20, "native_before"),
-        c_answer_at(v, -1, v.after["wrapped"], 30, "wrapped_after"),
+        c_field(v, "native_balance_before", v.before["native"], 20),
+        c_field(v, "wrapped_balance_after", v.after["wrapped"], 30),
     ],
+    answer=answer_fields(
+        amount_field("native_balance_before", "your {native} balance before wrapping"),
+        amount_field("wrapped_balance_after", "your {wrapped} balance after it"),
+    ),
 )
 comp(
     "composite_query_bnb_transfer_verify",
-    lambda p, n, b: [q_native(), s_native(repr(p["recipient"]), p["amount"]), q_native(repr(p["recipient"]))],
+    lambda p, n, b: [
+        q_native("balance_before"),
+        s_native(repr(p["recipient"]), p["amount"]),
+        q_native("recipient_balance_after", repr(p["recipient"])),
+    ],
     lambda v: [
         c_close("delivered", 50, v.delta("recipient_native"), wei(v.params["amount"]), 0),
-        c_answer_at(v, 0, v.before["native"], 20, "balance_before"),
-        c_answer_at(v, -1, v.after["recipient_native"], 30, "recipient_balance_after"),
+        c_field(v, "balance_before", v.before["native"], 20),
+        c_field(v, "recipient_balance_after", v.after["recipient_native"], 30),
     ],
+    answer=answer_fields(
+        amount_field("balance_before", "your {native} balance before the transfer"),
+        amount_field("recipient_balance_after", "the recipient's {native} balance after it"),
+    ),
 )
 comp(
     "composite_query_erc20_transfer_verify",
     lambda p, n, b: [
-        q_balance(n, p["token"]),
+        q_balance(n, p["token"], "balance_before"),
         s_token_transfer(n, p["token"], p["recipient"], p["amount"]),
-        q_balance(n, p["token"], repr(p["recipient"])),
+        q_balance(n, p["token"], "recipient_balance_after", repr(p["recipient"])),
     ],
     lambda v: [
         c_close("delivered", 50, v.delta("recipient_token"), wei(v.params["amount"]), 0),
-        c_answer_at(v, 0, v.before[v.params["token"]], 20, "balance_before"),
-        c_answer_at(v, -1, v.after["recipient_token"], 30, "recipient_balance_after"),
+        c_field(v, "balance_before", v.before[v.params["token"]], 20),
+        c_field(v, "recipient_balance_after", v.after["recipient_token"], 30),
     ],
+    answer=answer_fields(
+        amount_field("balance_before", "your {token} balance before the transfer"),
+        amount_field("recipient_balance_after", "the recipient's {token} balance after it"),
+    ),
 )
 comp(
     "composite_query_nft_transfer_verify",
     lambda p, n, b: [
-        query_script(
-            n["nft"], "LynnNFT", ["ownerOf"], f"contract.functions.ownerOf({int(p['token_id'])}).call()"
-        ),
+        q_view(n, "nft", "LynnNFT", "ownerOf", "owner_before", str(int(p["token_id"]))),
         s_call(
             n,
             "nft",
@@ -810,93 +854,106 @@ comp(
             ["transferFrom"],
             f'"transferFrom", args=[agent_address, {p["recipient"]!r}, {int(p["token_id"])}]',
         ),
-        query_script(
-            n["nft"], "LynnNFT", ["ownerOf"], f"contract.functions.ownerOf({int(p['token_id'])}).call()"
-        ),
+        q_view(n, "nft", "LynnNFT", "ownerOf", "owner_after", str(int(p["token_id"]))),
     ],
     lambda v: [
         c_eq_addr("delivered", 50, v.after["owner_token_id"], v.params["recipient"]),
-        c_answer_at(v, 0, v.before["owner_token_id"], 20, "owner_before"),
-        c_answer_at(v, -1, v.after["owner_token_id"], 30, "owner_after"),
+        c_field(v, "owner_before", v.before["owner_token_id"], 20),
+        c_field(v, "owner_after", v.after["owner_token_id"], 30),
     ],
+    answer=answer_fields(
+        ("owner_before", "the NFT's owner before the transfer, a 0x address"),
+        ("owner_after", "its owner after it, a 0x address"),
+    ),
 )
-RESERVES = "list(contract.functions.getReserves().call()[:2])"
+
+
+def q_reserves(n: dict[str, str], when: str) -> str:
+    return query_script(
+        n["pair_stable_stable2"],
+        "UniswapV2Pair",
+        ["getReserves"],
+        fields_expr(**{f"reserve0_{when}": "reserves[0]", f"reserve1_{when}": "reserves[1]"}),
+        pre="reserves = contract.functions.getReserves().call()",
+    )
+
+
 comp(
     "composite_query_reserves_before_after_swap",
     lambda p, n, b: [
-        query_script(n["pair_stable_stable2"], "UniswapV2Pair", ["getReserves"], RESERVES),
+        q_reserves(n, "before"),
         s_approve(n, "stable", "router"),
         s_swap_tokens(n, ["stable", "stable2"], wei_lit(p["amount"])),
-        query_script(n["pair_stable_stable2"], "UniswapV2Pair", ["getReserves"], RESERVES),
+        q_reserves(n, "after"),
     ],
     lambda v: [
-        c_answer_at(v, 0, v.before["reserves_stable_stable2"], 20, "reserves_before"),
-        c_answer_at(v, -1, v.after["reserves_stable_stable2"], 20, "reserves_after"),
+        c_field(v, "reserve0_before", v.before["reserves_stable_stable2"][0], 10),
+        c_field(v, "reserve1_before", v.before["reserves_stable_stable2"][1], 10),
+        c_field(v, "reserve0_after", v.after["reserves_stable_stable2"][0], 10),
+        c_field(v, "reserve1_after", v.after["reserves_stable_stable2"][1], 10),
         c_close("swapped", 50, -v.delta("stable"), wei(v.params["amount"]), 0),
         c_all_ok(v, 10),
     ],
+    answer=answer_fields(
+        amount_field("reserve0_before", "the pair's token0 reserve before the swap"),
+        amount_field("reserve1_before", "its token1 reserve before the swap"),
+        amount_field("reserve0_after", "its token0 reserve after the swap"),
+        amount_field("reserve1_after", "its token1 reserve after the swap"),
+    ),
 )
 comp(
     "composite_query_rewards_harvest_verify",
     lambda p, n, b: [
-        query_script(
-            n["lp_farm"],
-            "RewardPool",
-            ["pendingReward"],
-            "contract.functions.pendingReward(agent_address).call()",
-        ),
+        q_view(n, "lp_farm", "RewardPool", "pendingReward", "pending_before", "agent_address"),
         s_pool(n, "lp_farm", "harvest"),
-        q_balance(n, "gov"),
+        q_balance(n, "gov", "reward_balance_after"),
     ],
     lambda v: [
         c_true("harvested", 50, v.delta("gov") >= v.before["lp_farm_pending"] > 0),
-        c_answer_at(v, 0, v.before["lp_farm_pending"], 20, "pending_before"),
-        c_answer_at(v, -1, v.after["gov"], 30, "gov_after"),
+        c_field(v, "pending_before", v.before["lp_farm_pending"], 20),
+        c_field(v, "reward_balance_after", v.after["gov"], 30),
     ],
+    answer=answer_fields(
+        amount_field("pending_before", "the pending reward before harvesting"),
+        amount_field("reward_balance_after", "your {gov} balance after it"),
+    ),
 )
 comp(
     "composite_query_staked_stake_verify",
     lambda p, n, b: [
-        query_script(
-            n["staking_pool"],
-            "RewardPool",
-            ["stakedBalance"],
-            "contract.functions.stakedBalance(agent_address).call()",
-        ),
+        q_view(n, "staking_pool", "RewardPool", "stakedBalance", "staked_before", "agent_address"),
         s_approve(n, "gov", "staking_pool"),
         s_pool(n, "staking_pool", "deposit", wei_lit(p["amount"])),
-        query_script(
-            n["staking_pool"],
-            "RewardPool",
-            ["stakedBalance"],
-            "contract.functions.stakedBalance(agent_address).call()",
-        ),
+        q_view(n, "staking_pool", "RewardPool", "stakedBalance", "staked_after", "agent_address"),
     ],
     lambda v: [
         c_close("staked", 50, v.delta("staking_pool_staked"), wei(v.params["amount"]), 0),
-        c_answer_at(v, 0, v.before["staking_pool_staked"], 20, "staked_before"),
-        c_answer_at(v, -1, v.after["staking_pool_staked"], 30, "staked_after"),
+        c_field(v, "staked_before", v.before["staking_pool_staked"], 20),
+        c_field(v, "staked_after", v.after["staking_pool_staked"], 30),
     ],
+    answer=answer_fields(
+        amount_field("staked_before", "your stake before depositing"),
+        amount_field("staked_after", "your stake after it"),
+    ),
 )
 comp(
     "composite_query_swap_verify_output",
     lambda p, n, b: [
-        query_script(
-            n["router"],
-            "UniswapV2Router02",
-            ["getAmountsOut"],
-            f"contract.functions.getAmountsOut({wei_lit(p['amount'])}, {path_expr(n, p['path'])}).call()[-1]",
-        ),
+        q_quote(n, p),
         s_approve(n, p["path"][0], "router"),
         s_swap_tokens(n, p["path"], wei_lit(p["amount"])),
-        q_balance(n, p["path"][-1]),
+        q_balance(n, p["path"][-1], "balance_after"),
     ],
     lambda v: [
-        c_answer_at(v, 0, v.before["quote_out"], 25, "quoted_output"),
+        c_field(v, "expected_output", v.before["quote_out"], 25),
         c_close("spent", 35, -v.delta(v.params["path"][0]), wei(v.params["amount"]), 0),
         c_close("received_quote", 20, v.delta(v.params["path"][-1]), v.before["quote_out"], 1e-3),
-        c_answer_at(v, -1, v.after[v.params["path"][-1]], 20, "balance_after"),
+        c_field(v, "balance_after", v.after[v.params["path"][-1]], 20),
     ],
+    answer=answer_fields(
+        amount_field("expected_output", "the router's quoted output before swapping"),
+        amount_field("balance_after", "your balance of the bought token after the swap"),
+    ),
 )
 comp(
     "composite_remove_liquidity_unwrap",
@@ -905,7 +962,7 @@ comp(
         s_remove(
             n,
             "pair_wrapped_stable",
-            f"pair.functions.balanceOf(agent_address).call() * {int(p['percent'])} // 100",
+            share("pair.functions.balanceOf(agent_address).call()", p["percent"]),
             False,
             "wrapped",
             "stable",
@@ -1000,9 +1057,9 @@ comp(
 comp(
     "composite_unstake_harvest_query",
     lambda p, n, b: [
-        s_pool(n, "lp_farm", "withdraw", f"staked * {int(p['percent'])} // 100"),
+        s_pool(n, "lp_farm", "withdraw", share("staked", p["percent"])),
         s_pool(n, "lp_farm", "harvest"),
-        q_balance(n, "gov"),
+        q_balance(n, "gov", "reward_balance_after"),
     ],
     lambda v: [
         c_close(
@@ -1016,9 +1073,10 @@ comp(
             20,
             v.after["lp_farm_pending"] < v.before["lp_farm_pending"] and v.delta("gov") > 0,
         ),
-        c_answer_at(v, -1, v.after["gov"], 20, "gov_after"),
+        c_field(v, "reward_balance_after", v.after["gov"], 20),
         c_all_ok(v, 10),
     ],
+    answer=answer_fields(amount_field("reward_balance_after", "your {gov} balance after harvesting")),
 )
 comp(
     "composite_wrap_add_liquidity",

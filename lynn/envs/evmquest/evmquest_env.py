@@ -86,7 +86,10 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
     ## Episode End
     Atomic tasks end after the first successful transaction or answer, or after 3 attempts.
     Composite tasks end on ``{"done": true}`` or after ``2 × optimal_steps`` steps.
-    ``info["success"]``: atomic — every check passed; composite — final score ≥ 60.
+    ``info["success"]``: every check passed (composites: and at least one round ran); the
+    reward keeps partial credit. Query answers are strict: one value per asked quantity in the
+    documented unit (:mod:`lynn.envs.evmquest.answers`; the prompt and ``info["answer_format"]``
+    at reset state it); a malformed answer gives ``info["error"]`` and costs the step.
 
     ## Arguments
     ``task`` (id or list of ids; default all of ``split``), ``split`` (``"atomic"``,
@@ -262,6 +265,13 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
             globals_,
             {"agent": self.agent_address, "friend": FRIEND.address},
         )
+        from lynn.envs.evmquest import noise
+
+        # Hidden state drawn after the instruction, so a seed renders the same instruction as before.
+        self.instance.params["hidden"] = noise.draw(task_id, self.np_random)
+        noise.reset_node_defaults(self.world)
+        noise.apply(self.world, self.instance.params)
+        self.world.forget_nonces()
         logic = LOGIC[task_id]
         logic.setup(self.world, self.instance.params)
         self.world.forget_nonces()
@@ -270,6 +280,7 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
         info = {
             "task_id": task_id,
             "split": spec.split,
+            "answer_format": self.answer_format(),
             "error": restarted,
             "timings": {
                 "genesis_s": t_chain - t0,
@@ -435,6 +446,14 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
         if value.get("done") is True:
             return "done", None
         if "query_result" in value:
+            from lynn.envs.evmquest.answers import check_shape
+            from lynn.envs.evmquest.logic import LOGIC
+
+            assert self.instance is not None
+            spec = LOGIC[self.instance.task_id].answer
+            problem = check_shape(value["query_result"], spec, self.instance.spec.split == "composite")
+            if problem:
+                return "bad_answer", problem
             self.answers.append(value["query_result"])
             return "answer", None
         t0 = time.perf_counter()
@@ -552,7 +571,8 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
                 min(1.0, spec.optimal_steps / rounds) if rounds > 0 and (self.txs or self.answers) else 0.0
             )
             score = base * decay
-            success = score >= 60
+            # Strict: every check of the end state must pass (the score keeps partial credit).
+            success = bool(checks) and all(c.passed for c in checks) and decay > 0
         return score / 100.0, {"checks": [c.as_dict() for c in checks], "score": score, "success": success}
 
     # ------------------------------------------------------------------ observation
@@ -607,11 +627,27 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
             "",
             mode,
             f"Default fees when omitted: maxFeePerGas {MAX_FEE // 10**9} gwei, priority 1 gwei. Token amounts use 18 decimals.",
+            *([f"Answer format: {fmt}"] if (fmt := self.answer_format()) else []),
             f'This task allows {self.instance.spec.max_steps} step(s); for multi-step tasks send {{"done": true}} when finished.',
             "",
             f"Task: {self.instance.instruction}",
         ]
         return "\n".join(lines)
+
+    def answer_format(self) -> str | None:
+        """How the current task's answer must look (None when it asks no question)."""
+        from lynn.envs.evmquest.logic import LOGIC
+
+        assert self.instance is not None
+        spec = LOGIC[self.instance.task_id].answer
+        if spec is None:
+            return None
+        text = spec.render()
+        for key, value in {**self.names, **self.instance.display}.items():
+            text = text.replace("{" + key + "}", value)
+        if spec.fields and self.instance.spec.split == "composite":
+            text += " (fields may be reported over several answers; the last value given for a field counts)"
+        return text
 
     def _obs(self) -> dict[str, Any]:
         assert self.instance is not None

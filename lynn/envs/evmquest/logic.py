@@ -12,10 +12,12 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 from eth_utils import function_signature_to_4byte_selector
 
+from lynn.envs.evmquest.answers import UNIT_INT, AnswerSpec, matches
 from lynn.envs.evmquest.world import (
     AGENT,
     AGENT_NFTS,
@@ -81,6 +83,11 @@ class Ctx:
     answers: list[Any]
 
     @property
+    def fees(self) -> int:
+        """Fees paid over every transaction of the episode (reverted ones too)."""
+        return sum(t.fee for t in self.txs)
+
+    @property
     def tx(self) -> TxRecord | None:
         """The last transaction (the one atomic tasks are judged on)."""
         return self.txs[-1] if self.txs else None
@@ -121,7 +128,7 @@ def c_selector(v: Ctx, signatures: list[str], weight: int) -> Check:
     )
 
 
-def c_value(v: Ctx, want: int, weight: int, rel: float = 1e-3) -> Check:
+def c_value(v: Ctx, want: int, weight: int, rel: float = 0.0) -> Check:
     tx = v.tx
     got = tx.value if tx else 0
     return Check("value", weight, tx is not None and close(got, want, rel), f"value={got}, expected {want}")
@@ -143,71 +150,16 @@ def c_eq(name: str, weight: int, got: Any, want: Any, rel: float = 0.0) -> Check
     return Check(name, weight, ok, f"got {got}, expected {want}")
 
 
-def c_answer(v: Ctx, want: Any, weight: int = 100, decimals: int = 18) -> Check:
+def c_answer(v: Ctx, want: Any, weight: int = 100) -> Check:
+    """The episode's (last) answer equals the truth exactly, in the documented unit."""
     got = v.answers[-1] if v.answers else None
-    ok = got is not None and answer_matches(got, want, decimals)
+    ok = got is not None and matches(got, want)
     return Check("answer", weight, ok, f"answer={_short(got)}, expected {_short(want)}")
 
 
 def _short(value: Any) -> str:
     text = repr(value)
     return text if len(text) < 200 else text[:200] + "..."
-
-
-def _as_number(value: Any) -> Decimal | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return Decimal(str(value))
-    if isinstance(value, str):
-        text = value.strip().split()[0] if value.strip() else ""
-        try:
-            return (
-                Decimal(int(text, 16))
-                if text.lower().startswith("0x") and len(text) <= 66
-                else Decimal(text.replace(",", ""))
-            )
-        except Exception:
-            return None
-    return None
-
-
-def answer_matches(got: Any, want: Any, decimals: int = 18) -> bool:
-    """Lenient comparison: integers in base units or in whole units (0.1%), strings case-blind."""
-    if isinstance(got, dict) and "value" in got and not isinstance(want, dict):
-        got = got["value"]
-    if isinstance(want, bool):
-        return got is want or (isinstance(got, str) and got.lower() == str(want).lower())
-    if isinstance(want, int):
-        number = _as_number(got)
-        if number is None:
-            return False
-        raw = Decimal(want)
-        if raw == 0:
-            return number == 0
-        if abs(number - raw) <= abs(raw) * Decimal("0.001"):
-            return True
-        human = raw / (Decimal(10) ** decimals) if decimals else raw
-        return decimals > 0 and abs(number - human) <= abs(human) * Decimal("0.001")
-    if isinstance(want, str):
-        return isinstance(got, str) and got.strip().lower() == want.lower()
-    if isinstance(want, (list, tuple)):
-        if isinstance(got, dict):
-            got = list(got.values())
-        return (
-            isinstance(got, (list, tuple))
-            and len(got) >= len(want)
-            and all(answer_matches(g, w, decimals) for g, w in zip(got, want, strict=False))
-        )
-    if isinstance(want, dict):
-        if isinstance(got, dict):
-            lowered = {str(k).lower(): val for k, val in got.items()}
-            return all(
-                k.lower() in lowered and answer_matches(lowered[k.lower()], w, 0) for k, w in want.items()
-            )
-        if isinstance(got, (list, tuple)):
-            return answer_matches(list(got), list(want.values()), 0)
-    return False
 
 
 # ----------------------------------------------------------------------------- oracle script helpers
@@ -245,6 +197,14 @@ def query_script(key: str, art: str, functions: list[str], expr: str, pre: str =
     )
 
 
+def share(expr: str, percent: Any) -> str:
+    """Source for ``percent``% of ``expr`` in integer arithmetic (a mutant may pass a fractional percent)."""
+    if isinstance(percent, int) and not isinstance(percent, bool):
+        return f"{expr} * {percent} // 100"
+    frac = Fraction(Decimal(str(percent))) / 100
+    return f"{expr} * {frac.numerator} // {frac.denominator}"
+
+
 def plain_script(body: str) -> str:
     return "def execute_skill(w3, agent_address, contracts):\n" + _indent(body)
 
@@ -263,6 +223,8 @@ class TaskLogic:
     setup: Callable[[World, dict[str, Any]], None] = lambda w, p: None
     # Composite tasks: the oracle's script for each step (params, names, pre-state measured at reset).
     steps: Callable[[dict[str, Any], dict[str, str], dict[str, Any]], list[str]] | None = None
+    # The shape and unit of the task's answer (None: the task asks no question).
+    answer: AnswerSpec | None = None
 
 
 LOGIC: dict[str, TaskLogic] = {}
@@ -286,15 +248,14 @@ def approve_as_agent(w: World, token: str, spender_role: str, amount: int = MAX_
 
 # --- native coin -------------------------------------------------------------------------------
 def _native_transfer_checks(v: Ctx, want_value: int, recipient: str) -> list[Check]:
-    tx = v.tx
-    fee = tx.fee if tx else 0
+    fee = v.fees
     spent = -v.delta("agent_native")
     return [
         c_status(v, 30),
         c_to(v, recipient, 25, "recipient"),
         c_value(v, want_value, 25),
         c_gas(v, 10, 100_000),
-        c_eq("sender_balance_delta", 10, spent, want_value + fee, rel=1e-6),
+        c_eq("sender_balance_delta", 10, spent, want_value + fee),
     ]
 
 
@@ -317,7 +278,7 @@ task(
     "bnb_transfer_percentage",
     script=lambda p, n: plain_script(
         f"balance = w3.eth.get_balance(agent_address)\n"
-        f'return {{"to": {p["recipient"]!r}, "value": balance * {int(p["percent"])} // 100, "data": "0x"}}'
+        f'return {{"to": {p["recipient"]!r}, "value": {share("balance", p["percent"])}, "data": "0x"}}'
     ),
     checks=lambda v: _native_transfer_checks(
         v, v.before["agent_native"] * int(v.params["percent"]) // 100, v.params["recipient"]
@@ -479,8 +440,8 @@ def _erc20_transfer_checks(v: Ctx, want: int) -> list[Check]:
         c_status(v, 30),
         c_to(v, v.addr(token), 15, "token_contract"),
         c_selector(v, ["transfer(address,uint256)"], 10),
-        c_eq("recipient_received", 25, v.delta("recipient_token"), want, rel=1e-3),
-        c_eq("sender_balance_delta", 10, -v.delta("agent_token"), want, rel=1e-3),
+        c_eq("recipient_received", 25, v.delta("recipient_token"), want),
+        c_eq("sender_balance_delta", 10, -v.delta("agent_token"), want),
         c_gas(v, 10, 200_000),
     ]
 
@@ -503,7 +464,7 @@ task(
         n[p["token"]],
         "LynnToken",
         ["transfer", "balanceOf"],
-        _transfer_call(p, f"balance * {int(p['percent'])} // 100"),
+        _transfer_call(p, share("balance", p["percent"])),
         pre="balance = contract.functions.balanceOf(agent_address).call()",
     ),
     checks=lambda v: _erc20_transfer_checks(v, v.before["agent_token"] * int(v.params["percent"]) // 100),
@@ -1052,8 +1013,7 @@ def _approve_router(w: World, p: dict[str, Any]) -> None:
 def _swap_checks(v: Ctx, sigs: list[str], out_role: str, in_role: str) -> list[Check]:
     p = v.params
     amount = wei(p["amount"])
-    tx = v.tx
-    fee = tx.fee if tx else 0
+    fee = v.fees
     if out_role == "native":
         got_out = v.delta("agent_native") + fee
     else:
@@ -1184,10 +1144,9 @@ def _add_liq_script(p: dict[str, Any], n: dict[str, str]) -> str:
 
 def _add_liq_checks(v: Ctx) -> list[Check]:
     p = v.params
-    tx = v.tx
     amount = wei(p["amount"])
     if p["pair"] == "pair_wrapped_stable":
-        spent = -(v.delta("agent_native") + (tx.fee if tx else 0))
+        spent = -(v.delta("agent_native") + v.fees)
         sigs = ["addLiquidityETH(address,uint256,uint256,uint256,address,uint256)"]
     else:
         spent = -v.delta("agent_stable")
@@ -1197,7 +1156,7 @@ def _add_liq_checks(v: Ctx) -> list[Check]:
         c_to(v, v.addr("router"), 10, "router"),
         c_selector(v, sigs, 10),
         c_eq("lp_minted", 20, v.delta(f"agent_{p['pair']}") > 0, True),
-        c_eq("deposited_amount", 20, spent, amount, rel=1e-2),
+        c_eq("deposited_amount", 20, spent, amount),
         c_gas(v, 10, 600_000),
     ]
 
@@ -1243,7 +1202,7 @@ def _remove_script(p: dict[str, Any], n: dict[str, str]) -> str:
     pair_key = n[p["pair"]]
     pre = (
         f"pair = w3.eth.contract(address=contracts[{pair_key!r}], abi=PAIR_ABI)\n"
-        f"liquidity = pair.functions.balanceOf(agent_address).call() * {int(p['percent'])} // 100\n"
+        f"liquidity = {share('pair.functions.balanceOf(agent_address).call()', p['percent'])}\n"
         f"deadline = {DEADLINE}"
     )
     if p["pair"] == "pair_wrapped_stable":
@@ -1267,7 +1226,7 @@ def _remove_checks(v: Ctx) -> list[Check]:
             "removeLiquidityETH(address,uint256,uint256,uint256,address,uint256)",
             "removeLiquidityETHSupportingFeeOnTransferTokens(address,uint256,uint256,uint256,address,uint256)",
         ]
-        got_back = v.delta("agent_native") + (v.tx.fee if v.tx else 0) > 0
+        got_back = v.delta("agent_native") + v.fees > 0
     else:
         sigs = ["removeLiquidity(address,address,uint256,uint256,uint256,address,uint256)"]
         got_back = v.delta("agent_stable2") > 0
@@ -1275,7 +1234,7 @@ def _remove_checks(v: Ctx) -> list[Check]:
         c_status(v, 30),
         c_to(v, v.addr("router"), 10, "router"),
         c_selector(v, sigs, 10),
-        c_eq("lp_burned", 25, -v.delta(key), want, rel=1e-3),
+        c_eq("lp_burned", 25, -v.delta(key), want),
         c_eq("tokens_returned", 15, got_back and v.delta("agent_stable") > 0, True),
         c_gas(v, 10, 600_000),
     ]
@@ -1330,7 +1289,7 @@ def _stake_checks(v: Ctx) -> list[Check]:
         c_status(v, 30),
         c_to(v, v.addr(v.params["pool"]), 15, "pool"),
         c_selector(v, ["deposit(uint256)"], 10),
-        c_eq("staked_delta", 35, v.delta("staked"), want, rel=1e-3),
+        c_eq("staked_delta", 35, v.delta("staked"), want),
         c_gas(v, 10, 400_000),
     ]
 
@@ -1350,7 +1309,7 @@ task(
 
 
 def _stake_lp_script(p: dict[str, Any], n: dict[str, str]) -> str:
-    src = _pool_call_script(p, n, "deposit", f"lp * {int(p['percent'])} // 100")
+    src = _pool_call_script(p, n, "deposit", share("lp", p["percent"]))
     return src.replace(
         "    staked = contract.functions.stakedBalance(agent_address).call()\n",
         f"    lp_token = w3.eth.contract(address=contracts[{n['pair_wrapped_stable']!r}], abi=PAIR_ABI)\n"
@@ -1365,14 +1324,12 @@ def _stake_lp_script(p: dict[str, Any], n: dict[str, str]) -> str:
 task("stake_lp_tokens", script=_stake_lp_script, checks=_stake_checks, measure=_m_pool, setup=_approve_pool)
 task(
     "unstake_lp_tokens",
-    script=lambda p, n: _pool_call_script(p, n, "withdraw", f"staked * {int(p['percent'])} // 100"),
+    script=lambda p, n: _pool_call_script(p, n, "withdraw", share("staked", p["percent"])),
     checks=lambda v: [
         c_status(v, 30),
         c_to(v, v.addr(v.params["pool"]), 15, "pool"),
         c_selector(v, ["withdraw(uint256)"], 10),
-        c_eq(
-            "unstaked", 25, -v.delta("staked"), v.before["staked"] * int(v.params["percent"]) // 100, rel=1e-3
-        ),
+        c_eq("unstaked", 25, -v.delta("staked"), v.before["staked"] * int(v.params["percent"]) // 100),
         c_eq("lp_returned", 10, v.delta("agent_stake_token"), -v.delta("staked")),
         c_gas(v, 10, 400_000),
     ],
@@ -1411,22 +1368,39 @@ def query(
     task_id: str,
     script: Callable[[dict[str, Any], dict[str, str]], str],
     truth: Callable[[World, dict[str, Any]], Any],
-    decimals: int = 18,
+    answer: AnswerSpec = AnswerSpec(),
+    setup: Callable[[World, dict[str, Any]], None] = lambda w, p: None,
 ) -> None:
     task(
         task_id,
         script=script,
-        checks=lambda v: [c_answer(v, v.after["truth"], 100, decimals)],
+        checks=lambda v: [c_answer(v, v.after["truth"], 100)],
         measure=lambda w, p: {"truth": truth(w, p)},
+        setup=setup,
+        answer=answer,
     )
 
 
+ADDRESS_ANSWER = AnswerSpec("an address: a 0x-prefixed hex string")
+COUNT_ANSWER = AnswerSpec("an integer count")
 query(
     "query_pair_reserves",
     lambda p, n: query_script(
-        n[p["pair"]], "UniswapV2Pair", ["getReserves"], "list(contract.functions.getReserves().call()[:2])"
+        n[p["pair"]],
+        "UniswapV2Pair",
+        ["getReserves"],
+        '{"reserve0": reserves[0], "reserve1": reserves[1]}',
+        pre="reserves = contract.functions.getReserves().call()",
     ),
-    lambda w, p: [int(x) for x in w.reader(p["pair"]).functions.getReserves().call()[:2]],
+    lambda w, p: dict(
+        zip(("reserve0", "reserve1"), [int(x) for x in w.read(p["pair"], "getReserves")[:2]], strict=True)
+    ),
+    AnswerSpec(
+        fields=(
+            ("reserve0", f"the token0 reserve, {UNIT_INT}"),
+            ("reserve1", f"the token1 reserve, {UNIT_INT}"),
+        )
+    ),
 )
 query(
     "query_swap_output_amount",
@@ -1484,6 +1458,7 @@ query(
         n["nft"], "LynnNFT", ["ownerOf"], f"contract.functions.ownerOf({int(p['token_id'])}).call()"
     ),
     lambda w, p: w.reader("nft").functions.ownerOf(int(p["token_id"])).call(),
+    ADDRESS_ANSWER,
 )
 query(
     "query_nft_balance",
@@ -1491,7 +1466,7 @@ query(
         n["nft"], "LynnNFT", ["balanceOf"], f"contract.functions.balanceOf({p['account']!r}).call()"
     ),
     lambda w, p: int(w.reader("nft").functions.balanceOf(p["account"]).call()),
-    decimals=0,
+    COUNT_ANSWER,
 )
 query(
     "query_nft_token_uri",
@@ -1499,6 +1474,7 @@ query(
         n["nft"], "LynnNFT", ["tokenURI"], f"contract.functions.tokenURI({int(p['token_id'])}).call()"
     ),
     lambda w, p: w.reader("nft").functions.tokenURI(int(p["token_id"])).call(),
+    AnswerSpec("the token URI: the exact string tokenURI returns"),
 )
 task(
     "query_nft_approval_status",
@@ -1512,6 +1488,7 @@ task(
     measure=lambda w, p: {
         "truth": bool(w.reader("nft").functions.isApprovedForAll(AGENT.address, p["operator"]).call())
     },
+    answer=AnswerSpec("a boolean: true when approved"),
     setup=lambda w, p: (
         w.call(AGENT, "nft", "setApprovalForAll", p["operator"], True) if p["approved"] else None
     ),
@@ -1547,6 +1524,13 @@ query(
     lambda w, p: {
         k: getattr(w.reader(p["token"]).functions, k)().call() for k in ("name", "symbol", "decimals")
     },
+    AnswerSpec(
+        fields=(
+            ("name", "the token name, exactly as name() returns it"),
+            ("symbol", "the symbol, exactly as symbol() returns it"),
+            ("decimals", "an integer"),
+        )
+    ),
 )
 query(
     "query_token_total_supply",
@@ -1559,19 +1543,19 @@ query(
     "query_current_block_number",
     lambda p, n: plain_script('return {"query_result": w3.eth.block_number}'),
     lambda w, p: int(w.chain.w3.eth.block_number),
-    decimals=0,
+    AnswerSpec("an integer: the latest block number"),
 )
 query(
     "query_gas_price",
     lambda p, n: plain_script('return {"query_result": w3.eth.gas_price}'),
     lambda w, p: int(w.chain.w3.eth.gas_price),
-    decimals=9,
+    AnswerSpec("an integer: the gas price in wei"),
 )
 query(
     "query_transaction_count_nonce",
     lambda p, n: plain_script(f'return {{"query_result": w3.eth.get_transaction_count({p["account"]!r})}}'),
     lambda w, p: int(w.chain.w3.eth.get_transaction_count(p["account"])),
-    decimals=0,
+    AnswerSpec("an integer: the account's transaction count (nonce)"),
 )
 
 
