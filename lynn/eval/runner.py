@@ -329,7 +329,7 @@ class _RayEpisodes:
 def _run_ray(cfg: EvalConfig, todo: list[EpisodeSpec]) -> Iterator[dict[str, Any]]:
     import ray
 
-    from lynn.wrappers.echo.actor_learner import ray_init
+    from lynn.raytools import ray_init
 
     started = ray_init(cfg.address)
     actor_cls = ray.remote(_RayEpisodes).options(num_cpus=1)

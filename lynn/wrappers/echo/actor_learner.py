@@ -43,6 +43,7 @@ from collections.abc import Callable
 from multiprocessing.connection import Connection, wait
 from typing import Any, Protocol
 
+from lynn.raytools import ray_init
 from lynn.wrappers.echo.core import Coordinator, EchoStats, Rollout
 
 __all__ = ["BACKENDS", "ActorLearner", "LearnerProtocol", "WorkerProtocol"]
@@ -230,24 +231,6 @@ class _RayWorkerImpl:
 
     def pid(self) -> int:
         return os.getpid()
-
-
-def ray_init(address: str | None = None, num_cpus: int | None = None, temp_dir: str | None = None) -> bool:
-    """Start (or join, with ``address``) Ray unless it is already up; True if this call started it."""
-    import ray
-
-    if ray.is_initialized():
-        return False
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-    kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
-    if address:
-        kwargs["address"] = address
-    else:
-        kwargs["num_cpus"] = num_cpus
-        if temp_dir:
-            kwargs["_temp_dir"] = temp_dir
-    ray.init(**kwargs)
-    return True
 
 
 class RayPool:
