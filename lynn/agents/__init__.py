@@ -67,7 +67,11 @@ AGENTS: dict[str, str] = {
     "thompson": "lynn.agents.bandits:ThompsonAgent",
 }
 ENV_AGENTS: dict[str, dict[str, str]] = {
-    "Lynn/LiveWeb-v0": {"expert": "lynn.agents.web_expert:WebExpert"},
+    "Lynn/LiveWeb-v0": {
+        "expert": "lynn.agents.web_expert:WebExpert",
+        "random": "lynn.agents.random_agent:RandomWebAgent",
+        "random-text": "lynn.agents.random_agent:RandomAgent",
+    },
     "Lynn/Coordination-v0": {"oracle": "lynn.agents.bandits:OracleRouter"},
     "Lynn/EVMQuest-v0": {"oracle": "lynn.agents.evmquest_oracle:EVMQuestOracle"},
 }

@@ -4,6 +4,7 @@ BrowserGym-style observations (accessibility tree with stable element ids) and s
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -11,6 +12,7 @@ import tempfile
 import threading
 import time
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -264,6 +266,7 @@ class BrowserSession:
         self.active = 0
         self.events: list[str] = []
         self.known_refs: set[str] = set()
+        self._scratch = False
         self._state = _State(download_dir=tempfile.mkdtemp(prefix="lynn-downloads-"))
         self._finalizer = weakref.finalize(self, _shutdown, self._state)
 
@@ -297,8 +300,14 @@ class BrowserSession:
         """PIDs of the chromium processes this session started that are still alive."""
         return sorted(p for p in self._state.pids if Path(f"/proc/{p}").exists() and "chrom" in cmdline(p))
 
-    def new_context(self, allowed_origins: set[str], storage_state: str | None = None) -> None:
-        """Start a fresh context (no cookies, storage or tabs from the previous episode)."""
+    def new_context(
+        self,
+        allowed_origins: set[str],
+        storage_state: str | None = None,
+        geolocation: dict[str, float] | None = None,
+    ) -> None:
+        """Start a fresh context (no cookies, storage or tabs from the previous episode); ``geolocation``
+        (WebArena's task field) is granted to the task's origins."""
         st = self._state
         if not self.alive():
             self._launch()
@@ -319,6 +328,7 @@ class BrowserSession:
             accept_downloads=True,
             storage_state=storage_state,
             proxy=proxy,
+            **({"geolocation": dict(geolocation), "permissions": ["geolocation"]} if geolocation else {}),
         )
         st.context.set_default_timeout(self.action_timeout_ms)
         st.context.set_default_navigation_timeout(self.nav_timeout_ms)
@@ -334,6 +344,23 @@ class BrowserSession:
         st.context.add_init_script(_POPUP_WATCH)
         self.pages, self.active, self.events, self.known_refs = [], 0, [], set()
         st.context.new_page()  # _on_page registers it
+
+    @contextlib.contextmanager
+    def scratch_page(self) -> Iterator[Any]:
+        """A page of the episode's context (same cookies) that is not one of the agent's tabs: opening
+        and closing it changes neither the active tab nor the events the agent sees."""
+        self._scratch = True
+        try:
+            page = self._state.context.new_page()
+        finally:
+            self._scratch = False
+        try:
+            yield page
+        finally:
+            try:
+                page.close()
+            except Exception:  # noqa: BLE001  (already gone with its browser)
+                pass
 
     def add_cookies(self, cookies: list[dict[str, Any]]) -> None:
         """Add cookies (e.g. a login session) to the current context."""
@@ -358,6 +385,8 @@ class BrowserSession:
 
     def _on_page(self, page: Any, *_: Any) -> None:
         page.on("dialog", _weak(self._on_dialog))
+        if self._scratch:  # an evaluator's own page: not a tab of the agent's
+            return
         page.on("download", _weak(self._on_download))
         page.on("close", _weak(self._on_close))
         self.pages.append(page)

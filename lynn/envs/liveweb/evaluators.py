@@ -1,8 +1,20 @@
-"""WebArena-format evaluators: ``string_match``, ``url_match``, ``program_html`` and our ``db_check``.
+"""WebArena-format evaluators: ``string_match``, ``url_match``, ``program_html`` and two extensions of
+ours, ``db_check`` and ``page_list``.
 
 A task's ``eval.eval_types`` lists the evaluators; the task scores the product of their scores (as in
 WebArena), each 0 or 1. Evaluators read only the final state: the agent's answer, the active page and
-the site databases.
+the site databases. These are our strict rules (the default); ``evaluation="webarena"`` scores
+WebArena-format files exactly as WebArena's ``evaluation_harness`` does (:mod:`.webarena_eval`).
+
+Extensions (not in WebArena):
+
+- ``db_check``: read-only SQL on a bundled site's database.
+- ``page_list``: the active page lists what a reference page lists. ``page_list.reference_url`` is the
+  page that shows the wanted listing; the active page must have the same host and path, and the texts
+  of the elements matched by ``page_list.locator`` (default ``main table tbody tr``) must equal the
+  reference page's, in order, with at least ``page_list.min_items`` (default 1) of them; so must the
+  texts matched by the optional ``page_list.also`` (headings, "N found" lines, "Page 2 of 3"). Unlike
+  a URL rule it cannot be passed by a URL that shows another result (an extra filter, another page).
 """
 
 from __future__ import annotations
@@ -15,7 +27,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
-EVAL_TYPES = ("string_match", "url_match", "program_html", "db_check")
+EVAL_TYPES = ("string_match", "url_match", "program_html", "db_check", "page_list")
+PAGE_LIST_LOCATOR = "main table tbody tr"
 
 
 @dataclass
@@ -27,16 +40,24 @@ class EvalContext:
         infeasible: the agent called ``report_infeasible``.
         url: URL of the active page.
         sites: site name -> base URL (for placeholders such as ``__SHOP__``).
-        page_text: returns the text of ``locator`` on ``url`` (empty locator: the whole body).
+        page_text: returns the text of ``locator`` on ``url`` (empty locator: the whole body), after
+            running the target's ``prep_actions`` scripts when given as a third argument.
         db: site name -> database file (``db_check``).
+        page_items: returns the inner texts of every element matching ``locator`` on ``url``
+            (``page_list``).
+        intent: the task's goal (for the LLM judge).
+        judge: the LLM judge of ``fuzzy_match`` (see :class:`.webarena_eval.LLMJudge`), if configured.
     """
 
     answer: str | None = None
     infeasible: bool = False
     url: str = ""
     sites: Mapping[str, str] = field(default_factory=dict)
-    page_text: Callable[[str, str], str] | None = None
+    page_text: Callable[..., str] | None = None
     db: Mapping[str, Path] = field(default_factory=dict)
+    page_items: Callable[[str, str], list[str]] | None = None
+    intent: str = ""
+    judge: Any = None
 
 
 def fill_placeholders(text: str, sites: Mapping[str, str]) -> str:
@@ -53,15 +74,15 @@ def normalize(text: Any) -> str:
 
 
 def string_match(ref: Mapping[str, Any], ctx: EvalContext) -> tuple[float, str]:
-    """``reference_answers``: ``exact_match`` (str), ``must_include`` (list), ``fuzzy_match: "N/A"`` (infeasible)."""
+    """``reference_answers``: ``exact_match`` (str), ``must_include`` (list, ``|OR|`` alternatives),
+    ``fuzzy_match`` (list: each reference judged by the LLM judge; ``"N/A"``: the task is infeasible,
+    passed by ``report_infeasible`` or the answer ``N/A``)."""
     answers = ref.get("reference_answers") or {}
     fuzzy = answers.get("fuzzy_match")
     if fuzzy == "N/A" or answers.get("exact_match") == "N/A":
-        return (
-            (1.0, "reported infeasible")
-            if ctx.infeasible
-            else (0.0, "the task is infeasible; expected report_infeasible")
-        )
+        if ctx.infeasible or (ctx.answer is not None and normalize(ctx.answer) == "n/a"):
+            return 1.0, "reported infeasible"
+        return 0.0, "the task is infeasible; expected report_infeasible (or the answer N/A)"
     if ctx.answer is None:
         return 0.0, "no answer was sent (send_msg_to_user)"
     got = normalize(ctx.answer)
@@ -74,9 +95,11 @@ def string_match(ref: Mapping[str, Any], ctx: EvalContext) -> tuple[float, str]:
         if not any(a in got for a in alternatives):
             return 0.0, f"answer {ctx.answer!r} does not include {item!r}"
     if isinstance(fuzzy, list):
-        for item in fuzzy:  # no LLM judge here: fuzzy phrases must appear literally
-            if normalize(item) not in got:
-                return 0.0, f"answer {ctx.answer!r} does not include {item!r}"
+        if ctx.judge is None:
+            return 0.0, "fuzzy_match needs the LLM judge; pass judge={'base_url': ..., 'model': ...}"
+        for item in fuzzy:
+            if ctx.judge.fuzzy_match(ctx.answer, str(item), ctx.intent) < 1.0:
+                return 0.0, f"the judge found {ctx.answer!r} not equivalent to {item!r}"
     return 1.0, "answer matches"
 
 
@@ -90,18 +113,56 @@ def _url_parts(url: str) -> tuple[str, str, dict[str, list[str]]]:
 
 
 def url_match(ref: Mapping[str, Any], ctx: EvalContext) -> tuple[float, str]:
-    """The active page's origin and path equal the reference's, and every reference query parameter is
-    present with the same value (extra empty parameters, as a submitted form adds, are ignored).
-    ``reference_url`` may list alternatives separated by ``|OR|``."""
+    """The active page's origin and path equal the reference's and its non-empty query parameters are
+    exactly the reference's (order does not matter; extra empty parameters, as a submitted form adds,
+    are ignored; an extra non-empty one fails). ``reference_url`` may list alternatives separated by
+    ``|OR|``."""
     raw = ref.get("reference_url") or ""
+    alts = [a.strip() for a in raw.split("|OR|") if a.strip()]
+    if not alts:
+        return 0.0, "the task has no reference_url"
     got_origin, got_path, got_query = _url_parts(ctx.url)
-    for alt in [a.strip() for a in raw.split("|OR|") if a.strip()]:
+    for alt in alts:
         want_origin, want_path, want_query = _url_parts(fill_placeholders(alt, ctx.sites))
         if (want_origin, want_path) != (got_origin, got_path):
             continue
-        if all(sorted(got_query.get(k, [])) == sorted(v) for k, v in want_query.items()):
+        if {k: sorted(v) for k, v in got_query.items()} == {k: sorted(v) for k, v in want_query.items()}:
             return 1.0, "url matches"
     return 0.0, f"url {ctx.url!r} does not match {raw!r}"
+
+
+def _items(texts: list[str]) -> list[str]:
+    return [re.sub(r"\s+", " ", t).strip() for t in texts]
+
+
+def page_list(ref: Mapping[str, Any], ctx: EvalContext) -> tuple[float, str]:
+    """Our extension: the active page lists exactly what ``page_list.reference_url`` lists (see the
+    module docstring)."""
+    spec = ref.get("page_list") or {}
+    if ctx.page_items is None:
+        return 0.0, "page_list needs a browser page"
+    want_url = fill_placeholders(str(spec.get("reference_url") or ""), ctx.sites)
+    if not want_url:
+        return 0.0, "the task has no page_list.reference_url"
+    locator = str(spec.get("locator") or PAGE_LIST_LOCATOR)
+    if _url_parts(want_url)[:2] != _url_parts(ctx.url)[:2]:
+        return 0.0, f"the active page {ctx.url!r} is not the page {want_url!r} shows"
+    also = str(spec.get("also") or "")
+    try:
+        want = _items(ctx.page_items(want_url, locator))
+        got = _items(ctx.page_items(ctx.url, locator))
+        want_also = _items(ctx.page_items(want_url, also)) if also else []
+        got_also = _items(ctx.page_items(ctx.url, also)) if also else []
+    except Exception as exc:  # noqa: BLE001  (an unreadable page is a failed check, not a crash)
+        return 0.0, f"cannot read {locator!r}: {exc}"
+    minimum = int(spec.get("min_items", 1))
+    if len(want) < minimum:
+        return 0.0, f"the reference page lists {len(want)} items (< {minimum}); the task is broken"
+    if got != want:
+        return 0.0, f"the page lists {len(got)} items, not the {len(want)} wanted"
+    if got_also != want_also:
+        return 0.0, f"the page's {also!r} differ from the wanted page's (another query or page)"
+    return 1.0, f"the page lists the {len(want)} wanted items"
 
 
 def program_html(ref: Mapping[str, Any], ctx: EvalContext) -> tuple[float, str]:
@@ -113,7 +174,8 @@ def program_html(ref: Mapping[str, Any], ctx: EvalContext) -> tuple[float, str]:
         url = target.get("url") or "last"
         url = ctx.url if url == "last" else fill_placeholders(url, ctx.sites)
         try:
-            text = ctx.page_text(url, target.get("locator") or "")
+            prep = list(target.get("prep_actions") or [])
+            text = ctx.page_text(url, target.get("locator") or "", *([prep] if prep else []))
         except Exception as exc:  # noqa: BLE001  (a missing element is a failed check, not a crash)
             return 0.0, f"program_html: cannot read {target.get('locator')!r} on {url}: {exc}"
         got = normalize(text)
@@ -164,6 +226,7 @@ EVALUATORS: dict[str, Callable[[Mapping[str, Any], EvalContext], tuple[float, st
     "url_match": url_match,
     "program_html": program_html,
     "db_check": db_check,
+    "page_list": page_list,
 }
 
 

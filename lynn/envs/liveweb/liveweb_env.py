@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import string
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -13,9 +15,11 @@ from gymnasium import spaces
 
 from lynn.envs.liveweb.actions import Action, ActionError, parse_action
 from lynn.envs.liveweb.evaluators import EvalContext, evaluate, fill_placeholders
-from lynn.envs.liveweb.tasks import load_tasks
+from lynn.envs.liveweb.tasks import check_tasks, load_tasks, raise_for
+from lynn.envs.liveweb.webarena_eval import make_judge
 
 OBS_MODES = ("text", "screenshot", "html", "all")
+EVALUATIONS = ("lynn", "webarena")
 MAX_TEXT = 2_000_000
 _SAMPLE_CHARSET = string.ascii_letters + string.digits + " _-.,:'\"()[]/\n" + "éß漢字🙂"
 
@@ -68,6 +72,31 @@ class UnicodeText(spaces.Text):
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, UnicodeText) and other.max_length == self.max_length
+
+
+def _webarena_select(page: Any, locator: str, prep: list[str]) -> str:
+    """What WebArena's program_html reads with ``locator`` (see :mod:`.webarena_eval`)."""
+    from lynn.envs.liveweb.webarena_eval import GITLAB_ROLE_JS, LOCATOR_FUNCS, parse_func
+
+    if not locator.strip():
+        return str(page.content())
+    if locator.startswith(("document.", "[...document.")):
+        try:
+            for script in prep:
+                page.evaluate(f"() => {script}")
+        except Exception:  # noqa: BLE001  (WebArena ignores a failing prep action)
+            pass
+        try:
+            return str(page.evaluate(f"() => {locator}")) or ""
+        except Exception:  # noqa: BLE001  (WebArena: "the page is wrong, return empty")
+            return ""
+    if locator.startswith("func:"):
+        _, args = parse_func(locator, LOCATOR_FUNCS)
+        try:
+            return str(page.evaluate(GITLAB_ROLE_JS, args[1]))
+        except Exception:  # noqa: BLE001  (WebArena's helper reads "" when the account is not listed)
+            return ""
+    raise ValueError(f"Unknown locator: {locator}")
 
 
 class LiveWebEnv(gym.Env):
@@ -133,24 +162,45 @@ class LiveWebEnv(gym.Env):
         nav_timeout_ms: int = 8000,
         network_guard: str = "proxy",
         render_mode: str | None = None,
+        end_on_success: bool = False,
+        max_steps: int | None = None,
+        evaluation: str = "lynn",
+        judge: Any = None,
+        splits: dict[str, Any] | str | Path | None = None,
     ) -> None:
         if obs_mode not in OBS_MODES:
             raise ValueError(f"obs_mode must be one of {OBS_MODES}, got {obs_mode!r}")
         if render_mode not in (None, "rgb_array"):
             raise ValueError("render_mode must be None or 'rgb_array'")
+        if evaluation not in EVALUATIONS:
+            raise ValueError(f"evaluation must be one of {EVALUATIONS}, got {evaluation!r}")
         self.render_mode = render_mode
         self.obs_mode = obs_mode
-        self.all_tasks = self._tasks_for(tasks, split)
-        if not self.all_tasks:
-            raise ValueError(f"no tasks in split {split!r}; choose 'train', 'test' or None")
-        self.by_id = {t["task_id"]: t for t in self.all_tasks}
+        self.evaluation = evaluation
+        self.judge = make_judge(judge)
         self.user_sites = {k: v.rstrip("/") for k, v in (sites or {}).items()}
+        loaded = load_tasks(tasks, splits=splits)
+        self._check(loaded)
+        self.all_tasks = self._in_split(loaded, split)
+        if not self.all_tasks:
+            have = sorted({str(t.get("split")) for t in loaded})
+            raise ValueError(
+                f"no tasks in split {split!r} (the file has {have}); choose another or pass splits="
+            )
+        self.by_id = {t["task_id"]: t for t in self.all_tasks}
         self.viewport = tuple(viewport)
         self.action_timeout_ms = action_timeout_ms
         self.nav_timeout_ms = nav_timeout_ms
         if network_guard not in ("proxy", "route"):
             raise ValueError("network_guard must be 'proxy' or 'route'")
         self.network_guard = network_guard
+        self.end_on_success = bool(end_on_success)
+        if max_steps is not None and (isinstance(max_steps, bool) or int(max_steps) < 1):
+            raise ValueError(f"max_steps must be a positive int or None, got {max_steps!r}")
+        self.max_steps = None if max_steps is None else int(max_steps)
+        self._steps = 0
+        self._truncated = False
+        self._ref_items: dict[tuple[str, str], list[str]] = {}
 
         obs: dict[str, spaces.Space] = {
             k: UnicodeText()
@@ -172,14 +222,39 @@ class LiveWebEnv(gym.Env):
 
     # --- tasks ---------------------------------------------------------------------------------
     @staticmethod
-    def _tasks_for(tasks: Any, split: str | None) -> list[dict[str, Any]]:
+    def _in_split(loaded: list[dict[str, Any]], split: str | None) -> list[dict[str, Any]]:
         if split not in (None, "train", "test"):
             raise ValueError(f"split must be 'train', 'test' or None, got {split!r}")
-        loaded = load_tasks(tasks)
         return [t for t in loaded if split is None or t.get("split") == split]
 
     @classmethod
-    def list_tasks(cls, split: str | None = None, tasks: Any = None, **_: Any) -> list[dict[str, Any]]:
+    def _tasks_for(cls, tasks: Any, split: str | None, splits: Any = None) -> list[dict[str, Any]]:
+        return cls._in_split(load_tasks(tasks, splits=splits), split)
+
+    def _check(self, loaded: list[dict[str, Any]]) -> None:
+        """Report every problem of the task file now (naming task and field), not at reset or scoring."""
+        from lynn.envs.liveweb.sites.server import SITE_NAMES
+
+        served = {s: f"http://{s}.bundled" for s in SITE_NAMES} | self.user_sites
+        errors, warns = check_tasks(
+            loaded,
+            evaluation=self.evaluation,
+            served=served,
+            user_sites=set(self.user_sites),
+            judge=self.judge,
+        )
+        raise_for(errors)
+        self.task_warnings = warns
+        if warns:
+            warnings.warn(
+                f"{len(warns)} task file note(s) (see env.task_warnings): " + "; ".join(warns[:3]),
+                stacklevel=3,
+            )
+
+    @classmethod
+    def list_tasks(
+        cls, split: str | None = None, tasks: Any = None, splits: Any = None, **_: Any
+    ) -> list[dict[str, Any]]:
         """The task list (``task_id``, ``split``, ``description``, ``sites``, ``kind``) without starting anything."""
         return [
             {
@@ -189,7 +264,7 @@ class LiveWebEnv(gym.Env):
                 "sites": t.get("sites", []),
                 "kind": t.get("kind"),
             }
-            for t in cls._tasks_for(tasks, split)
+            for t in cls._tasks_for(tasks, split, splits)
         ]
 
     # --- processes -----------------------------------------------------------------------------
@@ -229,7 +304,9 @@ class LiveWebEnv(gym.Env):
         state = self.task.get(
             "storage_state"
         )  # WebArena: a saved login (cookies) for the user's own instance
-        self.browser.new_context(allowed, storage_state=state if state and Path(state).is_file() else None)
+        self.browser.new_context(
+            allowed, storage_state=state or None, geolocation=self.task.get("geolocation") or None
+        )
         self._login()
         for i, one in enumerate(u.strip() for u in url.split("|AND|")):  # WebArena: several start tabs
             if i:
@@ -292,6 +369,9 @@ class LiveWebEnv(gym.Env):
             self._open_episode(start)
         timings["context_s"] = time.perf_counter() - t
         self._done = False
+        self._steps = 0
+        self._truncated = False
+        self._ref_items = {}
         self.answer: str | None = None
         self.infeasible = False
         obs = self._observe("", "", timings)
@@ -359,7 +439,7 @@ class LiveWebEnv(gym.Env):
         timings: dict[str, float] = {}
         text = action if isinstance(action, str) else repr(action)
         error = ""
-        reward, terminated = 0.0, False
+        reward, terminated, truncated = 0.0, False, False
         info: dict[str, Any] = {"task_id": self.task["task_id"]}
         if self._done:
             error = "the episode has ended; call reset()"
@@ -378,13 +458,29 @@ class LiveWebEnv(gym.Env):
                 t = time.perf_counter()
                 error = self._execute(parsed) or error
                 timings["action_s"] = time.perf_counter() - t
-                if parsed.name in ("send_msg_to_user", "report_infeasible"):
-                    self.answer = parsed.args.get("text")
-                    self.infeasible = parsed.name == "report_infeasible"
-                    t = time.perf_counter()
-                    score, notes = self._evaluate()
-                    timings["eval_s"] = time.perf_counter() - t
-                    reward, terminated = float(score), True
+            self._steps += 1
+            stop = (
+                parsed is not None
+                and not recovered
+                and parsed.name in ("send_msg_to_user", "report_infeasible")
+            )
+            limit = self._step_limit()
+            if stop:
+                assert parsed is not None
+                self.answer = parsed.args.get("text")
+                self.infeasible = parsed.name == "report_infeasible"
+                terminated = True
+            elif limit is not None and self._steps >= limit:
+                truncated = True  # WebArena scores the final state of a truncated episode too
+                self._truncated = True
+                self.answer, self.infeasible = None, False
+            if stop or truncated or (self.end_on_success and self._may_pass_unanswered()):
+                t = time.perf_counter()
+                score, notes = self._evaluate()
+                timings["eval_s"] = time.perf_counter() - t
+                if stop or truncated or score >= 1.0:
+                    terminated = terminated or (not truncated)
+                    reward = float(score)
                     info.update(success=score >= 1.0, score=score, eval=notes)
                     self._done = True
         events = self.browser.pop_events()
@@ -394,7 +490,19 @@ class LiveWebEnv(gym.Env):
             obs["last_action_error"] = "; ".join(e for e in events if e.startswith("blocked"))
         timings["total_s"] = time.perf_counter() - t0
         info.update(error=error or None, timings=timings, events=events)
-        return obs, reward, terminated, False, info
+        return obs, reward, terminated, truncated, info
+
+    def _step_limit(self) -> int | None:
+        if self.max_steps is not None:
+            return self.max_steps
+        spec = getattr(self, "spec", None)
+        return getattr(spec, "max_episode_steps", None) if spec is not None else None
+
+    def _may_pass_unanswered(self) -> bool:
+        """Whether the task's evaluators can pass before an answer (string_match needs one)."""
+        assert self.task is not None
+        types = (self.task.get("eval") or {}).get("eval_types") or []
+        return bool(types) and "string_match" not in types
 
     def _execute(self, action: Action) -> str:
         """Run one parsed action; returns an error message ('' if it worked)."""
@@ -410,25 +518,52 @@ class LiveWebEnv(gym.Env):
                 return self._recover(f"{action.name} failed: the site server died ({msg})")
             return f"{action.name} failed: {msg}"
 
-    def _page_text(self, url: str, locator: str) -> str:
+    def _page_text(self, url: str, locator: str, prep: list[str] | None = None) -> str:
         page = self.browser.page
-        own = page is None or page.url.rstrip("/") != url.rstrip("/")
-        if own:
-            page = self.browser._state.context.new_page()
+        if page is not None and page.url.rstrip("/") == url.rstrip("/"):
+            return self._read_text(page, locator, prep or [])
+        with self.browser.scratch_page() as page:
             page.goto(url, wait_until="domcontentloaded")
-        try:
-            if not locator:
-                return page.inner_text("body")
-            if locator.startswith("func:"):
-                raise ValueError(
-                    "WebArena's func: helpers run WebArena's own Python code; use a JS or CSS locator"
-                )
-            if locator.startswith(("document.", "[...document")):
-                return str(page.evaluate(locator))  # runs in the page's sandbox, not in Python
-            return page.locator(locator).first.inner_text(timeout=2000)
-        finally:
-            if own:
-                page.close()
+            return self._read_text(page, locator, prep or [])
+
+    @staticmethod
+    def _read_text(page: Any, locator: str, prep: list[str]) -> str:
+        for script in prep:  # WebArena's prep_actions: scripts that reveal what the locator reads
+            page.evaluate(f"() => {{ {script} }}")
+        if not locator:
+            return page.inner_text("body")
+        if locator.startswith("func:"):
+            raise ValueError(
+                "WebArena's func: helpers run WebArena's own Python code; use a JS or CSS locator"
+            )
+        if locator.startswith(("document.", "[...document")):
+            return str(page.evaluate(locator))  # runs in the page's sandbox, not in Python
+        return page.locator(locator).first.inner_text(timeout=2000)
+
+    def _page_items(self, url: str, locator: str) -> list[str]:
+        """Inner texts of every ``locator`` match on ``url`` (the active page when it is that URL)."""
+        page = self.browser.page
+        if page is not None and page.url == url:
+            return [str(t) for t in page.locator(locator).all_inner_texts()]
+        cached = self._ref_items.get((url, locator))
+        if cached is not None:  # reference pages are read once an episode (end_on_success reads them often)
+            return cached
+        with self.browser.scratch_page() as page:
+            page.goto(url, wait_until="domcontentloaded")
+            items = [str(t) for t in page.locator(locator).all_inner_texts()]
+        self._ref_items[(url, locator)] = items
+        return items
+
+    def evaluate(self, answer: str | None = None, infeasible: bool = False) -> tuple[float, list[str]]:
+        """Score the current state of the episode as if it ended now with ``answer``.
+
+        Returns:
+            (score in [0, 1], one message per evaluator).
+        """
+        if self.task is None:
+            raise RuntimeError("call reset() before evaluate()")
+        self.answer, self.infeasible = answer, infeasible
+        return self._evaluate()
 
     def _evaluate(self) -> tuple[float, list[str]]:
         assert self.task is not None
@@ -442,11 +577,38 @@ class LiveWebEnv(gym.Env):
             sites=self.urls,
             page_text=self._page_text,
             db=db,
+            page_items=self._page_items,
+            intent=str(self.task.get("intent", "")),
+            judge=self.judge,
         )
         try:
+            if self.evaluation == "webarena":
+                return self._evaluate_webarena(ctx)
             return evaluate(self.task, ctx)
         except Exception as exc:  # noqa: BLE001  (a broken task file must not kill the episode loop)
             return 0.0, [f"evaluation failed: {type(exc).__name__}: {exc}"]
+
+    def _evaluate_webarena(self, ctx: EvalContext) -> tuple[float, list[str]]:
+        """WebArena's rules (:mod:`.webarena_eval`), with WebArena's answer for an episode without one."""
+        from lynn.envs.liveweb import webarena_eval
+
+        assert self.task is not None
+        if self.infeasible:
+            ctx.answer = "N/A"  # BrowserGym's mapping of report_infeasible onto WebArena's answer
+        elif ctx.answer is None:
+            ctx.answer = f"Early stop: Reach max steps {self._step_limit()}" if self._truncated else ""
+        with contextlib.ExitStack() as stack:
+            opened: list[Any] = []
+
+            def read(url: str | None, locator: str, prep: list[str]) -> str:
+                if url is not None:  # WebArena opens the URL in the page it reads; "last" then reads it
+                    if not opened:
+                        opened.append(stack.enter_context(self.browser.scratch_page()))
+                    opened[0].goto(url, wait_until="load")
+                page = opened[0] if opened else self.browser.page
+                return _webarena_select(page, locator, prep)
+
+            return webarena_eval.evaluate(self.task, ctx, read, self.judge)
 
     def render(self) -> np.ndarray | None:
         if self.render_mode == "rgb_array" and self.browser is not None and self.browser.page is not None:

@@ -17,6 +17,9 @@ PAGES = {
 <a href="/hang">Slow page</a>
 <a href="/external">External page</a>""",
     "/second": "<!doctype html><title>Second</title><h1>Second page</h1>",
+    "/wa": """<!doctype html><title>WA</title><h1 id="t">Tom &amp; Jerry&#39;s  Shop</h1>
+<p class="price">Price: $1,000.00</p><div id="hidden" style="display:none">secret note</div>
+<ul><li>alpha</li><li>beta</li></ul><span id="n"></span>""",
     "/external": """<!doctype html><title>External</title><h1>External</h1>
 <img src="http://example.invalid/tracker.png" alt="tracker"><a href="http://example.invalid/">Elsewhere</a>""",
 }

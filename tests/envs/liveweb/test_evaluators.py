@@ -27,10 +27,64 @@ def test_string_match_must_include_and_alternatives() -> None:
     assert evaluate(task, EvalContext(answer="The Acme kettle in red"))[0] == 0.0
 
 
-def test_string_match_infeasible_needs_report_infeasible() -> None:
+def test_string_match_infeasible_needs_report_infeasible_or_na() -> None:
     task = _task(eval_types=["string_match"], reference_answers={"fuzzy_match": "N/A"})
     assert evaluate(task, EvalContext(answer=None, infeasible=True))[0] == 1.0
-    assert evaluate(task, EvalContext(answer="N/A"))[0] == 0.0
+    assert evaluate(task, EvalContext(answer="N/A"))[0] == 1.0  # what BrowserGym tells agents to answer
+    assert evaluate(task, EvalContext(answer="no"))[0] == 0.0
+    assert evaluate(task, EvalContext(answer=None))[0] == 0.0
+
+
+def test_fuzzy_match_asks_the_judge_never_a_substring() -> None:
+    class Judge:
+        def __init__(self) -> None:
+            self.calls: list[tuple[str, str, str]] = []
+
+        def fuzzy_match(self, pred: str, ref: str, question: str) -> float:
+            self.calls.append((pred, ref, question))
+            return float("forty" in pred)
+
+        def unachievable_match(self, pred: str, reason: str, question: str) -> float:
+            return 0.0
+
+    task = _task(eval_types=["string_match"], reference_answers={"fuzzy_match": ["40"]})
+    assert evaluate(task, EvalContext(answer="40"))[0] == 0.0  # no judge: 0, not a substring pass
+    judge = Judge()
+    assert evaluate(task, EvalContext(answer="about forty", judge=judge, intent="How many?"))[0] == 1.0
+    assert evaluate(task, EvalContext(answer="40", judge=judge, intent="How many?"))[0] == 0.0
+    assert judge.calls[0] == ("about forty", "40", "How many?")
+
+
+def test_url_match_fails_an_extra_non_empty_parameter() -> None:
+    task = _task(eval_types=["url_match"], reference_url="__SHOP__/category/books?sort=price_asc")
+    extra = EvalContext(url="http://127.0.0.1:9001/category/books?sort=price_asc&max_price=5", sites=SITES)
+    assert evaluate(task, extra)[0] == 0.0
+    assert evaluate(_task(eval_types=["url_match"], reference_url=""), extra)[0] == 0.0
+
+
+def test_page_list_compares_what_the_pages_list() -> None:
+    pages = {
+        ("http://127.0.0.1:9001/search?q=kettle", "main tr"): ["Blue kettle $10", "Red kettle $12"],
+        ("http://127.0.0.1:9001/search?q=kettle", "main h1"): ["Results for kettle"],
+        ("http://127.0.0.1:9001/search?q=kettle&max=11", "main tr"): ["Blue kettle $10"],
+        ("http://127.0.0.1:9001/search?q=kettle&max=11", "main h1"): ["Results for kettle"],
+        ("http://127.0.0.1:9001/search?q=kettle&x=", "main tr"): ["Blue  kettle $10 ", "Red kettle $12"],
+        ("http://127.0.0.1:9001/search?q=kettle&x=", "main h1"): ["Results for kettle"],
+        ("http://127.0.0.1:9001/search?q=none", "main tr"): [],
+        ("http://127.0.0.1:9001/search?q=none", "main h1"): ["Results for none"],
+    }
+    spec = {"reference_url": "__SHOP__/search?q=kettle", "locator": "main tr", "also": "main h1"}
+    task = _task(eval_types=["page_list"], page_list=spec)
+
+    def ctx(url: str) -> EvalContext:
+        return EvalContext(url=url, sites=SITES, page_items=lambda u, loc: pages[(u, loc)])
+
+    assert evaluate(task, ctx("http://127.0.0.1:9001/search?q=kettle&x="))[0] == 1.0
+    assert evaluate(task, ctx("http://127.0.0.1:9001/search?q=kettle&max=11"))[0] == 0.0
+    assert evaluate(task, ctx("http://127.0.0.1:9002/search?q=kettle"))[0] == 0.0  # another site
+    empty = _task(eval_types=["page_list"], page_list={**spec, "reference_url": "__SHOP__/search?q=none"})
+    score, notes = evaluate(empty, ctx("http://127.0.0.1:9001/search?q=none"))
+    assert score == 0.0 and "broken" in notes[0]  # an empty reference listing passes nothing
 
 
 def test_url_match_ignores_param_order_and_empty_params() -> None:

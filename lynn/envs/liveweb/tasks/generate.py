@@ -77,7 +77,18 @@ def includes(*v: str) -> dict:
     return {"eval_types": ["string_match"], "reference_answers": {"must_include": list(v)}}
 
 
+LISTED = "main tbody tr, main li"
+LISTING_CONTEXT = "main h1, main p, main nav span"
+
+
 def url_eval(url: str) -> dict:
+    """A page to reach. A URL with a query is a listing (filtered, sorted, paged, searched): it is
+    checked by what the page lists (``page_list``), which no other URL showing other results passes."""
+    if "?" in url:
+        return {
+            "eval_types": ["page_list"],
+            "page_list": {"reference_url": url, "locator": LISTED, "also": LISTING_CONTEXT, "min_items": 1},
+        }
     return {"eval_types": ["url_match"], "reference_url": url}
 
 
@@ -679,8 +690,21 @@ def t_comment(db, rng):
 
 @template("forum", "modify", "vote", "{{direction}} the forum post “{{title}}”.")
 def t_vote(db, rng):
-    for u, p in zip(forum_users(db, rng), posts(db, rng), strict=True):
+    pairs = [
+        (u, p)
+        for u in db.execute("SELECT * FROM users ORDER BY id")
+        for p in db.execute(FORUM_POST + " ORDER BY p.id")
+    ]
+    seen: set[tuple[int, int]] = set()
+    while len(seen) < PER_TEMPLATE:
+        u, p = rng.choice(pairs)
         up = rng.random() < 0.6
+        had = db.execute(
+            "SELECT value FROM votes WHERE user_id = ? AND post_id = ?", (u["id"], p["id"])
+        ).fetchone()
+        if (u["id"], p["id"]) in seen or (had is not None and had[0] == (1 if up else -1)):
+            continue  # the seeded vote would already be the goal state
+        seen.add((u["id"], p["id"]))
         yield (
             {"direction": "Upvote" if up else "Downvote", "title": p["title"]},
             {
@@ -1111,7 +1135,16 @@ def t_cart_page(db, rng):
 )
 def t_price_range(db, rng):
     cats = db.execute("SELECT * FROM categories ORDER BY id").fetchall()
-    combos = [(c, low, low + w) for c in cats for low in (5, 10, 20, 30) for w in (10, 20, 50)]
+    combos = [
+        (c, low, low + w)
+        for c in cats
+        for low in (5, 10, 20, 30)
+        for w in (10, 20, 50)
+        if db.execute(  # a range that lists nothing would be passed by any empty listing
+            "SELECT COUNT(*) FROM products WHERE category_id = ? AND price >= ? AND price <= ? AND enabled = 1",
+            (c["id"], low, low + w),
+        ).fetchone()[0]
+    ]
     for c, low, high in rng.sample(combos, PER_TEMPLATE):
         yield (
             {"category": c["name"], "low": str(low), "high": str(high)},
@@ -1468,15 +1501,57 @@ def render_intent(tpl: str, inst: dict[str, str]) -> str:
     return out
 
 
+GENERIC_ANSWERS = ("", "done", "yes", "no", "N/A", "none", "0", "1", "true", "false")
+
+
+def passes_unearned(extra: Task, dbs: dict[str, Path]) -> str | None:
+    """Why an instance would score without the agent doing the task (its goal state already holds in the
+    seed data, or a generic answer passes), or ``None``. Pages (``url_match``, ``page_list``) are checked
+    by the tests with a browser."""
+    from lynn.envs.liveweb.evaluators import EvalContext, evaluate
+
+    spec = extra["eval"]
+    types = spec["eval_types"]
+    if "db_check" in types and "program_html" not in types:
+        if evaluate({"eval": spec}, EvalContext(db=dbs))[0] > 0:
+            return "goal state already in the seed data"
+    if "string_match" in types:
+        for a in GENERIC_ANSWERS:
+            if evaluate({"eval": spec}, EvalContext(answer=a))[0] > 0:
+                return f"the generic answer {a!r} passes"
+    return None
+
+
 def generate(data_dir: Path) -> list[Task]:
-    """Every task instance, in template order."""
+    """Every task instance, in template order.
+
+    An instance that would pass unearned (:func:`passes_unearned`) is dropped and the template drawn
+    again with another seed until it has as many as its first draw (``PER_TEMPLATE`` for most), or as
+    many sound ones as the seed data holds.
+    """
     dbs = {"shop": data_dir / "shop.db", "forum": data_dir / "forum.db", "admin": data_dir / "shop.db"}
     tasks: list[Task] = []
     for tid, (site, kind, key, intent, fn) in enumerate(TEMPLATES):
         con = sqlite3.connect(f"file:{dbs[site]}?mode=ro", uri=True)
         con.row_factory = sqlite3.Row
-        rng = random.Random(f"{key}-{tid}")
-        for i, (inst, extra) in enumerate(fn(con, rng)):
+        kept: list[tuple[dict, Task]] = []
+        seen: set[str] = set()
+        target = sum(1 for _ in fn(con, random.Random(f"{key}-{tid}")))  # a few templates have fewer than 8
+        for attempt in range(100):
+            if len(kept) >= target:
+                break
+            rng = random.Random(f"{key}-{tid}" + (f"-{attempt}" if attempt else ""))
+            for inst, extra in fn(con, rng):
+                ident = json.dumps([inst, extra.get("login")], sort_keys=True)
+                if ident in seen or passes_unearned(extra, dbs):
+                    continue
+                seen.add(ident)
+                kept.append((inst, extra))
+                if len(kept) >= target:
+                    break
+        if len(kept) < max(1, target // 2):  # the seed data has too few sound instances
+            raise RuntimeError(f"template {key}: only {len(kept)} sound instances")
+        for i, (inst, extra) in enumerate(kept):
             login = extra.pop("login", None)
             task = {
                 "sites": [site],

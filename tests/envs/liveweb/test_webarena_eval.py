@@ -1,0 +1,482 @@
+"""``evaluation="webarena"`` scores as WebArena does: our evaluators and an independent reimplementation
+of WebArena's ``evaluation_harness`` rules (written here from its public source, in its own shape:
+one evaluator class per type over a final page and answer) give the same score on the same cases."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import urllib.parse
+from collections import defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from lynn.envs.liveweb import webarena_eval as ours
+from lynn.envs.liveweb.evaluators import EvalContext
+from lynn.envs.liveweb.liveweb_env import LiveWebEnv
+from lynn.envs.liveweb.tasks import TaskFileError
+
+from ._lab import LabServer
+
+try:  # NLTK's own tokenizer where installed (its sentence splitter needs data files: one line each here)
+    from nltk.tokenize import word_tokenize as _nltk_tokenize
+
+    def ref_tokenize(text: str) -> list[str]:
+        return _nltk_tokenize(text, preserve_line=True)
+except ImportError:  # pragma: no cover
+    ref_tokenize = None  # type: ignore[assignment]
+
+
+# --- the reference: WebArena's rules ------------------------------------------------------------
+class StubJudge:
+    """Stands in for GPT-4 on both sides: 'correct' when the reference's words all appear in the answer."""
+
+    def fuzzy_match(self, pred: str, ref: str, question: str) -> float:
+        return float(all(w in pred.lower() for w in ref.lower().split()))
+
+    def unachievable_match(self, pred: str, reason: str, question: str) -> float:
+        return float(bool(reason) and reason.lower().split()[0] in pred.lower())
+
+
+def wa_clean(answer: str) -> str:
+    answer = answer.strip()
+    if answer.startswith("'") and answer.endswith("'"):
+        answer = answer[1:-1]
+    elif answer.startswith('"') and answer.endswith('"'):
+        answer = answer[1:-1]
+    return answer.lower()
+
+
+class WAString:
+    def __init__(self, judge: StubJudge) -> None:
+        self.judge = judge
+
+    def exact(self, ref: str, pred: str) -> float:
+        return float(wa_clean(pred) == wa_clean(ref))
+
+    def include(self, ref: str, pred: str, tokenize: bool) -> float:
+        r, p = wa_clean(ref), wa_clean(pred)
+        if tokenize and len(r) == 1 and len(ref_tokenize(r)) == 1:
+            return float(r in ref_tokenize(p))
+        return float(r in p)
+
+    def __call__(self, config: dict, answer: str) -> float:
+        pred = wa_clean(answer)
+        score = 1.0
+        for approach, value in config["eval"]["reference_answers"].items():
+            if approach == "exact_match":
+                score *= self.exact(value, pred)
+            elif approach == "must_include":
+                for v in value:
+                    score *= self.include(v, pred, tokenize=len(value) == 1)
+            elif approach == "fuzzy_match":
+                if value == "N/A":
+                    score *= self.exact(value, pred)
+                    if score != 1:
+                        score = self.judge.unachievable_match(
+                            pred, config["eval"]["string_note"], config["intent"]
+                        )
+                else:
+                    for v in value:
+                        score *= self.judge.fuzzy_match(pred, v, config["intent"])
+        return score
+
+
+def wa_url(config: dict, page_url: str) -> float:
+    def split(url: str) -> tuple[str, dict[str, list[str]]]:
+        p = urllib.parse.urlparse(url)
+        return p.netloc + p.path, urllib.parse.parse_qs(p.query)
+
+    pred = page_url.rstrip("/")
+    refs = [u.rstrip("/") for u in config["eval"]["reference_url"].split(" |OR| ")]
+    bases, queries = [], defaultdict(set)
+    for u in refs:
+        b, q = split(u)
+        bases.append(b)
+        for k, v in q.items():
+            queries[k].update(v)
+    pb, pq = split(pred)
+    score = float(any(b in pb for b in bases))
+    for k, vals in queries.items():
+        score *= float(any(v in pq.get(k, []) for v in vals))
+    return score
+
+
+def wa_html(config: dict, page: Any) -> float:
+    score = 1.0
+    for target in config["eval"]["program_html"]:
+        url, loc = target["url"], target["locator"]
+        if url.startswith("func"):
+            inner = url.split("func:")[1].replace("__last_url__", page.url)
+            arg = re.fullmatch(r"reddit_get_post_url\('(.*)'\)", inner).group(1)
+            p = urllib.parse.urlparse(arg)
+            tok = p.path.split("/")
+            url = arg if len(tok) < 4 or tok[1] != "f" else f"{p.scheme}://{p.netloc}/f/{tok[2]}/{tok[3]}/"
+        if url != "last":
+            page.goto(url)
+        if not loc.strip():
+            got = page.content()
+        elif loc.startswith("document.") or loc.startswith("[...document."):
+            if "prep_actions" in target:
+                try:
+                    for a in target["prep_actions"]:
+                        page.evaluate(f"() => {a}")
+                except Exception:
+                    pass
+            try:
+                got = str(page.evaluate(f"() => {loc}"))
+                if not got:
+                    got = ""
+            except Exception:
+                got = ""
+        else:
+            raise ValueError(loc)
+        got = html.unescape(got)
+        req = target["required_contents"]
+        s = WAString(StubJudge())
+        if "exact_match" in req:
+            score *= s.exact(req["exact_match"], got)
+        elif "must_include" in req:
+            for c in req["must_include"]:
+                score *= float(any(s.include(alt, got, tokenize=False) for alt in c.split(" |OR| ")))
+    return score
+
+
+# --- cases ------------------------------------------------------------------------------------------
+ANSWER_CASES: list[tuple[dict, str]] = [
+    ({"exact_match": "ref"}, "ref."),
+    ({"exact_match": "ref"}, "'ref'"),
+    ({"exact_match": "ref"}, "\"'ref'\""),
+    ({"exact_match": "ref"}, "''ref''"),
+    ({"exact_match": "Ref Value"}, "ref  value"),
+    ({"exact_match": "Ref Value"}, "  REF VALUE "),
+    ({"exact_match": "'"}, "'"),
+    ({"must_include": ["0"]}, "100"),
+    ({"must_include": ["0"]}, "There are 0 items."),
+    ({"must_include": ["0"]}, "0"),
+    ({"must_include": ["1"]}, "10, or 1"),
+    ({"must_include": ["1"]}, "$1"),
+    ({"must_include": ["1"]}, "it is 1. Done"),
+    ({"must_include": ["0", "1"]}, "100"),
+    ({"must_include": ["a"]}, "banana"),
+    ({"must_include": ["blue |OR| navy"]}, "navy"),
+    ({"must_include": ["Acme", "kettle"]}, "the ACME Kettle"),
+    ({"exact_match": "5", "must_include": ["5"]}, "5"),
+    ({"fuzzy_match": ["forty two"]}, "It is forty two"),
+    ({"fuzzy_match": ["forty two"]}, "42"),
+    ({"fuzzy_match": "N/A"}, "N/A"),
+    ({"fuzzy_match": "N/A"}, "'n/a'"),
+    ({"fuzzy_match": "N/A"}, "impossible: no such product"),
+    ({"fuzzy_match": "N/A"}, "done"),
+    ({"fuzzy_match": "N/A"}, ""),
+]
+
+URL_CASES: list[tuple[str, str]] = [
+    ("http://shop.test/category/books", "http://shop.test/category/books"),
+    ("http://shop.test/category/books", "https://shop.test/category/books"),
+    ("http://shop.test/category/books", "http://shop.test/category/books/more"),
+    ("http://shop.test/category/books", "http://shop.test/x/category/books"),
+    ("http://shop.test/category/books", "http://SHOP.test/category/books"),
+    ("http://shop.test/search/caf%C3%A9", "http://shop.test/search/café"),
+    ("http://shop.test/search/café", "http://shop.test/search/caf%C3%A9"),
+    ("http://shop.test/a/", "http://shop.test/a"),
+    ("", "http://anywhere.test/page"),
+    ("http://shop.test/s?q=tea", "http://shop.test/s?q=tea&page=2"),
+    ("http://shop.test/s?q=tea", "http://shop.test/s?q=coffee"),
+    ("http://shop.test/s?q=tea", "http://shop.test/s?q=&q=tea"),
+    ("http://shop.test/s?q=tea |OR| http://shop.test/t?q=green", "http://shop.test/s?q=green"),
+    ("http://shop.test/s?q=tea |OR| http://shop.test/t?r=1", "http://shop.test/s?q=tea"),
+    ("http://shop.test/s |OR| http://shop.test/t", "http://shop.test/t/1"),
+]
+
+
+def _config(eval_spec: dict, intent: str = "How much?") -> dict:
+    return {"task_id": "c", "intent": intent, "eval": eval_spec}
+
+
+@pytest.mark.skipif(ref_tokenize is None, reason="the reference tokenizer is NLTK's")
+@pytest.mark.parametrize(("answers", "answer"), ANSWER_CASES)
+def test_string_match_scores_as_webarena(answers: dict, answer: str) -> None:
+    spec = {"eval_types": ["string_match"], "reference_answers": answers, "string_note": "impossible product"}
+    config = _config(spec)
+    judge = StubJudge()
+    want = WAString(judge)(config, answer)
+    got = ours.evaluate(config, EvalContext(answer=answer), None, judge)[0]
+    assert got == want, (answers, answer)
+
+
+def test_known_webarena_outcomes() -> None:
+    """Outcomes the issue lists, independent of any tokenizer install."""
+
+    def score(answers: dict, answer: str) -> float:
+        spec = {"eval_types": ["string_match"], "reference_answers": answers}
+        return ours.evaluate(_config(spec), EvalContext(answer=answer), None, StubJudge())[0]
+
+    assert score({"exact_match": "ref"}, "ref.") == 0.0  # our strict rules pass it
+    assert score({"must_include": ["0"]}, "100") == 0.0
+    assert score({"must_include": ["0"]}, "There are 0 items.") == 1.0
+    assert score({"must_include": ["blue |OR| navy"]}, "navy") == 0.0
+    assert ours.word_tokenize("it is 1. Done") == ["it", "is", "1", ".", "Done"]
+
+
+@pytest.mark.parametrize(("ref", "page_url"), URL_CASES)
+def test_url_match_scores_as_webarena(ref: str, page_url: str) -> None:
+    config = _config({"eval_types": ["url_match"], "reference_url": ref})
+    assert ours.evaluate(config, EvalContext(url=page_url), None, None)[0] == wa_url(config, page_url)
+
+
+HTML_TARGETS: list[dict] = [
+    {"url": "last", "locator": "", "required_contents": {"must_include": ['<h1 id="t">Tom & Jerry\'s']}},
+    {"url": "last", "locator": "", "required_contents": {"must_include": ["secret note"]}},
+    {
+        "url": "last",
+        "locator": "document.querySelector('#t').outerText",
+        "required_contents": {"exact_match": "tom & jerry's shop"},
+    },
+    {
+        "url": "last",
+        "locator": "document.querySelector('#t').outerText",
+        "required_contents": {"must_include": ["Jerry's |OR| nothing"]},
+    },
+    {
+        "url": "last",
+        "locator": "document.querySelector('#missing').outerText",
+        "required_contents": {"exact_match": ""},
+    },
+    {
+        "url": "last",
+        "locator": "document.querySelector('#missing').outerText",
+        "required_contents": {"must_include": ["x"]},
+    },
+    {
+        "url": "last",
+        "locator": "document.querySelector('#n').dataset.v",
+        "required_contents": {"exact_match": "None"},
+    },
+    {
+        "url": "last",
+        "locator": "[...document.querySelectorAll('li')].map(e => e.outerText)",
+        "required_contents": {"exact_match": "['alpha', 'beta']"},
+    },
+    {
+        "url": "last",
+        "locator": "document.querySelector('#n').outerText",
+        "prep_actions": ["document.querySelector('#n').textContent = 'filled'"],
+        "required_contents": {"exact_match": "filled"},
+    },
+    {
+        "url": "last",
+        "locator": "document.querySelector('#n').outerText",
+        "prep_actions": [
+            "document.querySelector('#gone').click()",
+            "document.querySelector('#n').textContent = 'x'",
+        ],
+        "required_contents": {"exact_match": ""},
+    },
+    {
+        "url": "last",
+        "locator": "document.querySelector('.price').outerText",
+        "required_contents": {"exact_match": "wrong", "must_include": ["1,000"]},
+    },
+    {
+        "url": "__LAB__/second",
+        "locator": "document.querySelector('h1').outerText",
+        "required_contents": {"exact_match": "Second page"},
+    },
+]
+
+
+@pytest.fixture(scope="module")
+def lab() -> Iterator[LabServer]:
+    server = LabServer()
+    yield server
+    server.close()
+
+
+def test_program_html_scores_as_webarena(lab: LabServer) -> None:
+    tasks = [
+        {
+            "task_id": f"wa.{i}",
+            "sites": ["lab"],
+            "intent": "read the page",
+            "start_url": "__LAB__/wa",
+            "eval": {"eval_types": ["program_html"], "program_html": [target]},
+        }
+        for i, target in enumerate(HTML_TARGETS)
+    ]
+    env = LiveWebEnv(tasks=tasks, sites={"lab": lab.url}, evaluation="webarena")
+    try:
+        outcomes = []
+        for task in tasks:
+            env.reset(options={"task_id": task["task_id"]})
+            got, notes = env.evaluate()
+            assert env.browser.page.url.endswith("/wa")  # our reading left the agent's page alone
+            config = json.loads(json.dumps(task).replace("__LAB__", lab.url))
+            want = wa_html(config, env.browser.page)
+            outcomes.append(got)
+            assert got == want, (task["eval"]["program_html"], notes)
+        assert 0.0 in outcomes and 1.0 in outcomes
+    finally:
+        env.close()
+
+
+def test_truncation_and_infeasible_answers_are_webarenas(lab: LabServer) -> None:
+    tasks = [
+        {
+            "task_id": "wa.steps",
+            "sites": ["lab"],
+            "intent": "x",
+            "start_url": "__LAB__/",
+            "eval": {"eval_types": ["string_match"], "reference_answers": {"must_include": ["max steps 2"]}},
+        },
+        {
+            "task_id": "wa.na",
+            "sites": ["lab"],
+            "intent": "x",
+            "start_url": "__LAB__/",
+            "eval": {
+                "eval_types": ["string_match"],
+                "reference_answers": {"fuzzy_match": "N/A"},
+                "string_note": "gone",
+            },
+        },
+    ]
+    env = LiveWebEnv(
+        tasks=tasks, sites={"lab": lab.url}, evaluation="webarena", max_steps=2, judge=StubJudge()
+    )
+    try:
+        env.reset(options={"task_id": "wa.steps"})
+        env.step("noop()")
+        *_, truncated, info = env.step("noop()")
+        assert truncated and info["score"] == 1.0  # the answer was "Early stop: Reach max steps 2"
+        env.reset(options={"task_id": "wa.na"})
+        assert env.step("report_infeasible('cannot')")[1] == 1.0  # scored as the answer "N/A"
+        env.reset(options={"task_id": "wa.na"})
+        assert env.step("send_msg_to_user('the page is gone')")[1] == 1.0  # the judge agreed on the reason
+    finally:
+        env.close()
+
+
+def _wa_file(tmp_path: Path, *tasks: dict) -> Path:
+    path = tmp_path / "test.raw.json"
+    path.write_text(json.dumps(list(tasks)))
+    return path
+
+
+BASE = {"sites": ["shopping"], "intent": "x", "start_url": "__SHOPPING__", "require_login": False}
+
+
+def test_load_time_problems_name_task_and_field(tmp_path: Path) -> None:
+    bad = [
+        {
+            **BASE,
+            "task_id": 1,
+            "storage_state": "./.auth/missing.json",
+            "eval": {"eval_types": ["url_match"], "reference_url": "__SHOPPING__/x"},
+        },
+        {
+            **BASE,
+            "task_id": 2,
+            "eval": {"eval_types": ["string_match"], "reference_answers": ["old", "list"]},
+        },
+        {**BASE, "task_id": 3, "eval": {"eval_types": ["magic_match"]}},
+        {
+            **BASE,
+            "task_id": 4,
+            "eval": {"eval_types": ["url_match"], "reference_url": "__SHOPPING__/x", "url_note": "EXACT"},
+        },
+        {
+            **BASE,
+            "task_id": 5,
+            "require_login": True,
+            "eval": {"eval_types": ["url_match"], "reference_url": "__SHOPPING__/x"},
+        },
+        {
+            **BASE,
+            "task_id": 6,
+            "sites": ["gitlab"],
+            "start_url": "__GITLAB__",
+            "eval": {"eval_types": ["url_match"], "reference_url": "__GITLAB__/x"},
+        },
+        {
+            **BASE,
+            "task_id": 7,
+            "eval": {
+                "eval_types": ["program_html"],
+                "program_html": [
+                    {
+                        "url": "func:shopping_get_latest_order_url()",
+                        "locator": "",
+                        "required_contents": {"must_include": ["x"]},
+                    }
+                ],
+            },
+        },
+        {
+            **BASE,
+            "task_id": 8,
+            "eval": {
+                "eval_types": ["program_html"],
+                "program_html": [
+                    {
+                        "url": "last",
+                        "locator": "func:shopping_get_sku_latest_review_author('X')",
+                        "required_contents": {"must_include": ["x"]},
+                    }
+                ],
+            },
+        },
+        {
+            **BASE,
+            "task_id": 9,
+            "geolocation": "Pittsburgh",
+            "eval": {"eval_types": ["url_match"], "reference_url": "__SHOPPING__/x"},
+        },
+        {
+            **BASE,
+            "task_id": 10,
+            "eval": {"eval_types": ["string_match"], "reference_answers": {"fuzzy_match": ["blue"]}},
+        },
+    ]
+    with pytest.raises(TaskFileError) as exc:
+        LiveWebEnv(
+            tasks=_wa_file(tmp_path, *bad), sites={"shopping": "http://127.0.0.1:1"}, evaluation="webarena"
+        )
+    msg = str(exc.value)
+    for needle in (
+        "task 1: storage_state",
+        "task 2: eval.reference_answers",
+        "task 3: eval.eval_types: 'magic_match'",
+        "task 4: eval.url_note",
+        "task 5: require_login",
+        "task 6: sites: 'gitlab' is not served; pass sites=",
+        "task 7: eval.program_html[0].url",
+        "task 8: eval.program_html[0].locator",
+        "task 9: geolocation",
+        "task 10: eval.reference_answers.fuzzy_match: is scored by an LLM judge; pass judge=",
+    ):
+        assert needle in msg, (needle, msg)
+
+
+def test_splits_for_files_without_one(tmp_path: Path) -> None:
+    ok = [
+        {**BASE, "task_id": i, "eval": {"eval_types": ["url_match"], "reference_url": "__SHOPPING__/x"}}
+        for i in range(4)
+    ]
+    path = _wa_file(tmp_path, *ok)
+    sites = {"shopping": "http://127.0.0.1:1"}
+    assert len(LiveWebEnv.list_tasks(split="test", tasks=path)) == 4  # WebArena's tasks are its test set
+    env = LiveWebEnv(tasks=path, sites=sites, split="train", splits={"train": [0, 1]})
+    assert sorted(env.by_id) == ["0", "1"]
+    (tmp_path / "splits.json").write_text(json.dumps({"2": "train"}))
+    assert sorted(
+        LiveWebEnv(tasks=path, sites=sites, split="train", splits=tmp_path / "splits.json").by_id
+    ) == ["2"]
+    with pytest.raises(TaskFileError, match="not in the file"):
+        LiveWebEnv(tasks=path, sites=sites, splits={"train": [99]})
+    with pytest.raises(ValueError, match="no tasks in split 'train'"):
+        LiveWebEnv(tasks=path, sites=sites, split="train")
