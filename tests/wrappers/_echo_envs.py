@@ -138,3 +138,108 @@ def make_buggy_worker(index: int) -> BuggyWorker:
 
 def make_dying_worker(index: int) -> SleepWorker:
     os._exit(7)  # dies while being built, every time: a crash loop
+
+
+# --- envs for the conformance suite (tests/wrappers/test_echo_conformance.py) -----------------
+class CountEnv(gym.Env):
+    """Gymnasium's autoreset test env: obs counts steps from the reset seed; reward = action."""
+
+    def __init__(self, max_count: int = 3) -> None:
+        self.observation_space = spaces.Discrete(50)
+        self.action_space = spaces.Discrete(5)
+        self.max_count = max_count
+        self.count = 0
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        self.count = seed if seed is not None else 0
+        return self.count, {"reset_seed": -1 if seed is None else seed}
+
+    def step(self, action: int):
+        self.count += 1
+        return self.count, float(action), self.count >= self.max_count, False, {"count": self.count}
+
+
+class SpaceEnv(gym.Env):
+    """Observations sampled from ``space`` (seeded by reset); episodes of 3 steps; echoes actions."""
+
+    def __init__(
+        self, space: spaces.Space, action_space: spaces.Space | None = None, render_mode: str = "rgb_array"
+    ):
+        self.observation_space = space
+        self.action_space = action_space if action_space is not None else spaces.Discrete(2)
+        self.render_mode = render_mode
+        self.t = 0
+        self.current_options: dict[str, Any] | None = None
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        if seed is not None:
+            self.observation_space.seed(seed)
+        self.t = 0
+        self.current_options = options
+        return self.observation_space.sample(), {}
+
+    def step(self, action: Any):
+        self.t += 1
+        return self.observation_space.sample(), float(self.t), False, self.t >= 3, {}
+
+    def render(self):
+        return np.full((4, 4, 3), self.t, dtype=np.uint8)
+
+
+class SlowEnv(gym.Env):
+    """Gymnasium's slow env: reset sleeps ``slow_reset`` s, step sleeps ``action`` s."""
+
+    def __init__(self, slow_reset: float = 0.0) -> None:
+        self.observation_space = spaces.Box(0, 255, shape=(8, 8, 3), dtype=np.uint8)
+        self.action_space = spaces.Box(0.0, 1e4, shape=(), dtype=np.float32)
+        self.slow_reset = slow_reset
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        time.sleep(self.slow_reset)
+        return self.observation_space.sample(), {}
+
+    def step(self, action: Any):
+        time.sleep(float(action))
+        return self.observation_space.sample(), 0.0, False, False, {}
+
+
+class FaultEnv(gym.Env):
+    """Counts steps; misbehaves on request so the fault tests can inject every kind of failure.
+
+    Actions: 0 step, 1 raise in step, 2 hang in step, 3 kill the process in step. With
+    ``reset_fails_after`` the reset after that many resets raises (a failing autoreset).
+    """
+
+    def __init__(
+        self, episode: int = 100, reset_fails_after: int | None = None, reset_raises: bool = False
+    ) -> None:
+        self.observation_space = spaces.Box(0, 1000, shape=(1,), dtype=np.float32)
+        self.action_space = spaces.Discrete(4)
+        self.episode = episode
+        self.reset_fails_after = reset_fails_after
+        self.reset_raises = reset_raises
+        self.resets = 0
+        self.t = 0
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        if self.reset_raises:
+            raise RuntimeError("reset always fails")
+        if self.reset_fails_after is not None and self.resets >= self.reset_fails_after:
+            raise RuntimeError("reset failed after the episode ended")
+        self.resets += 1
+        self.t = 0
+        return np.zeros(1, np.float32), {"pid": os.getpid()}
+
+    def step(self, action: int):
+        if action == 1:
+            raise ValueError(f"env step failed at t={self.t}")
+        if action == 2:
+            time.sleep(3600)
+        if action == 3:
+            os._exit(5)
+        self.t += 1
+        return np.array([self.t], np.float32), 1.0, self.t >= self.episode, False, {"pid": os.getpid()}

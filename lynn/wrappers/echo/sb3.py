@@ -101,8 +101,7 @@ class EchoSB3VecEnv(VecEnv):
         self.venv._send_steps(ids, per_env)
 
     def step_wait(self) -> VecEnvStepReturn:
-        ids = list(range(self.num_envs))
-        self.venv._gather(self.num_envs, set(ids), self.venv.timeout)
+        ids = self.venv._gather_all(self.venv.timeout)
         obs, rewards, terminated, truncated, _ = self.venv._package(ids)
         infos: list[dict[str, Any]] = []
         for i, raw in enumerate(self.venv.last_infos):
@@ -126,8 +125,7 @@ class EchoSB3VecEnv(VecEnv):
         self.venv._assert_open()
         self.venv._state = None
         self.venv._send_resets(seeds, options)
-        ids = list(range(self.num_envs))
-        self.venv._gather(self.num_envs, set(ids), self.venv.timeout)
+        ids = self.venv._gather_all(self.venv.timeout)
         obs, _, _, _, _ = self.venv._package(ids)
         self.reset_infos = [dict(i) for i in self.venv.last_infos]
         self._reset_seeds()

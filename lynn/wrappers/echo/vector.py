@@ -796,6 +796,17 @@ class EchoVectorEnv(gym.vector.VectorEnv):
                 ready.append(i)
         return ready
 
+    def _gather_all(self, timeout: float | None) -> list[int]:
+        """Wait for every env (``step``/``reset``); on an error the others' results are discarded
+        before it propagates, so the next call starts clean (as AsyncVectorEnv reads every pipe)."""
+        ids = list(range(self.num_envs))
+        try:
+            self._gather(self.num_envs, set(ids), timeout)
+        except BaseException:
+            self._drain(timeout)
+            raise
+        return ids
+
     def _expire(self, ids: list[int], timeout: float) -> None:
         """Envs ``ids`` ran past ``timeout``: kill them, then raise or restart each."""
         if self.on_error == "raise" or self.restarts + len(ids) > self.max_restarts:
@@ -1066,8 +1077,7 @@ class EchoVectorEnv(gym.vector.VectorEnv):
         if self._state != "reset":
             raise NoAsyncCallError("Calling `reset_wait` without any prior call to `reset_async`.", "reset")
         self._state = None
-        ids = list(range(self.num_envs))
-        self._gather(self.num_envs, set(ids), self.timeout if timeout is None else timeout)
+        ids = self._gather_all(self.timeout if timeout is None else timeout)
         obs, _, _, _, info = self._package(ids)
         return obs, info
 
@@ -1101,9 +1111,7 @@ class EchoVectorEnv(gym.vector.VectorEnv):
         if self._state != "step":
             raise NoAsyncCallError("Calling `step_wait` without any prior call to `step_async`.", "step")
         self._state = None
-        ids = list(range(self.num_envs))
-        self._gather(self.num_envs, set(ids), self.timeout if timeout is None else timeout)
-        return self._package(ids)
+        return self._package(self._gather_all(self.timeout if timeout is None else timeout))
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """Step every env and wait for all of them (rows in env-id order)."""
