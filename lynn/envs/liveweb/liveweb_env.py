@@ -167,6 +167,7 @@ class LiveWebEnv(gym.Env):
         evaluation: str = "lynn",
         judge: Any = None,
         splits: dict[str, Any] | str | Path | None = None,
+        skip_invalid_tasks: bool = False,
     ) -> None:
         if obs_mode not in OBS_MODES:
             raise ValueError(f"obs_mode must be one of {OBS_MODES}, got {obs_mode!r}")
@@ -179,8 +180,7 @@ class LiveWebEnv(gym.Env):
         self.evaluation = evaluation
         self.judge = make_judge(judge)
         self.user_sites = {k: v.rstrip("/") for k, v in (sites or {}).items()}
-        loaded = load_tasks(tasks, splits=splits)
-        self._check(loaded)
+        loaded = self._check(load_tasks(tasks, splits=splits), skip_invalid_tasks)
         self.all_tasks = self._in_split(loaded, split)
         if not self.all_tasks:
             have = sorted({str(t.get("split")) for t in loaded})
@@ -231,8 +231,9 @@ class LiveWebEnv(gym.Env):
     def _tasks_for(cls, tasks: Any, split: str | None, splits: Any = None) -> list[dict[str, Any]]:
         return cls._in_split(load_tasks(tasks, splits=splits), split)
 
-    def _check(self, loaded: list[dict[str, Any]]) -> None:
-        """Report every problem of the task file now (naming task and field), not at reset or scoring."""
+    def _check(self, loaded: list[dict[str, Any]], skip_invalid: bool) -> list[dict[str, Any]]:
+        """Report every problem of the task file now (naming task and field), not at reset or scoring;
+        returns the tasks to use (without the invalid ones when ``skip_invalid``)."""
         from lynn.envs.liveweb.sites.server import SITE_NAMES
 
         served = {s: f"http://{s}.bundled" for s in SITE_NAMES} | self.user_sites
@@ -243,13 +244,19 @@ class LiveWebEnv(gym.Env):
             user_sites=set(self.user_sites),
             judge=self.judge,
         )
-        raise_for(errors)
+        if skip_invalid and errors:
+            bad = {e.split(":", 1)[0].removeprefix("task ") for e in errors}
+            warns = [f"skipped: {e}" for e in errors] + warns
+            loaded = [t for t in loaded if t["task_id"] not in bad]
+        else:
+            raise_for(errors)
         self.task_warnings = warns
         if warns:
             warnings.warn(
                 f"{len(warns)} task file note(s) (see env.task_warnings): " + "; ".join(warns[:3]),
                 stacklevel=3,
             )
+        return loaded
 
     @classmethod
     def list_tasks(

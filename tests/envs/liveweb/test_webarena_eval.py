@@ -447,12 +447,23 @@ def test_load_time_problems_name_task_and_field(tmp_path: Path) -> None:
             tasks=_wa_file(tmp_path, *bad), sites={"shopping": "http://127.0.0.1:1"}, evaluation="webarena"
         )
     msg = str(exc.value)
+    from lynn.envs.liveweb.tasks import check_tasks, load_tasks
+
+    _, warns = check_tasks(load_tasks(bad), evaluation="webarena", served={"shopping": "http://127.0.0.1:1"})
+    assert any(w.startswith("task 5: require_login") and "logged out" in w for w in warns)
+    with pytest.warns(UserWarning, match="skipped: task 1: storage_state"):
+        env = LiveWebEnv(
+            tasks=_wa_file(tmp_path, *bad),
+            sites={"shopping": "http://127.0.0.1:1"},
+            evaluation="webarena",
+            skip_invalid_tasks=True,
+        )
+    assert sorted(env.by_id) == ["5"]  # the one task that can be scored as written
     for needle in (
         "task 1: storage_state",
         "task 2: eval.reference_answers",
         "task 3: eval.eval_types: 'magic_match'",
         "task 4: eval.url_note",
-        "task 5: require_login",
         "task 6: sites: 'gitlab' is not served; pass sites=",
         "task 7: eval.program_html[0].url",
         "task 8: eval.program_html[0].locator",

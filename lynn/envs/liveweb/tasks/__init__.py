@@ -250,7 +250,10 @@ def check_tasks(
         ):
             err("geolocation", f"must be null or {{'latitude': .., 'longitude': ..}}, got {geo!r}")
         if t.get("require_login") and not state and not t.get("login"):
-            err("require_login", "is true but the task has neither storage_state nor login")
+            warns.append(
+                f"task {tid}: require_login: true but the task has neither storage_state nor login, so the "
+                "episode starts logged out (as in WebArena, which logs in only through storage_state)"
+            )
         if served is not None:
             for site in t.get("sites") or []:
                 if site not in served:
