@@ -187,6 +187,30 @@ class SpaceEnv(gym.Env):
     def render(self):
         return np.full((4, 4, 3), self.t, dtype=np.uint8)
 
+    @staticmethod
+    def custom_method(dim_0: int = 1, dim_1: int = 1) -> np.ndarray:
+        return np.ones((dim_0, dim_1))
+
+
+class StepEnv(gym.Env):
+    """SB3's terminal-observation env: obs is the previous step count; truncates at ``max_steps``."""
+
+    def __init__(self, max_steps: int) -> None:
+        self.action_space = spaces.Discrete(2)
+        self.observation_space = spaces.Box(np.array([0]), np.array([999]), dtype=np.int64)
+        self.max_steps = max_steps
+        self.current_step = 0
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        self.current_step = 0
+        return np.array([self.current_step]), {}
+
+    def step(self, action: int):
+        prev = self.current_step
+        self.current_step += 1
+        return np.array([prev]), 0.0, False, self.current_step >= self.max_steps, {}
+
 
 class SlowEnv(gym.Env):
     """Gymnasium's slow env: reset sleeps ``slow_reset`` s, step sleeps ``action`` s."""

@@ -1122,6 +1122,10 @@ class EchoVectorEnv(gym.vector.VectorEnv):
     def _roundtrip_many(self, indices: Sequence[int], message: Any, what: str) -> list[Any]:
         self._assert_open()
         ids = [int(i) for i in indices]
+        bad = [i for i in ids if not -self.num_envs <= i < self.num_envs]
+        if bad:
+            raise ValueError(f"env indices {bad} out of range for {self.num_envs} envs")
+        ids = [i % self.num_envs for i in ids]  # negative indices count from the end, as in SB3
         for i in ids:
             if i in self._pending or i in self._ready:
                 raise AlreadyPendingCallError(
