@@ -267,3 +267,13 @@ class FaultEnv(gym.Env):
             os._exit(5)
         self.t += 1
         return np.array([self.t], np.float32), 1.0, self.t >= self.episode, False, {"pid": os.getpid()}
+
+
+class WideText(spaces.Text):
+    """A ``Text`` subclass that, like LiveWeb's, holds characters outside its charset."""
+
+    def sample(self, mask: Any = None, probability: Any = None) -> str:
+        return "✓ " + super().sample()
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, str) and len(x) <= self.max_length + 2

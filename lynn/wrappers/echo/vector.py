@@ -27,9 +27,10 @@ env at once; ``info["final_obs"]``/``info["final_info"]`` hold the finished epis
 ``DISABLED`` is not supported.
 
 **Observations** travel through shared memory space by space: every part whose space Gymnasium
-can lay out in shared memory (Box, Discrete, MultiDiscrete, MultiBinary, Text, OneOf, and Dict/Tuple
-of them) goes there; any other part (Graph, Sequence, custom spaces such as the suite's
-``UnicodeText``) is pickled through the worker's pipe, so a ``Dict`` of a big ``Box`` screenshot and
+can lay out in shared memory (Box, Discrete, MultiDiscrete, MultiBinary, Text of at most 4096
+characters, OneOf, and Dict/Tuple of them) goes there; any other part (Graph, Sequence, custom
+spaces such as EVMQuest's ``UnicodeText``, and ``Text`` subclasses such as LiveWeb's
+``UnicodeText``, which accept characters outside their charset) is pickled through the pipe, so a ``Dict`` of a big ``Box`` screenshot and
 free text sends the screenshot through shared memory and only the text through the pipe.
 ``shared_memory=False`` pickles everything.
 
@@ -118,6 +119,7 @@ logger = logging.getLogger(__name__)
 ON_ERROR = ("raise", "restart")
 _CLOSE_GRACE_S = 10.0  # how long close() lets busy envs finish when no timeout is given
 _KILL_GRACE_S = 2.0  # SIGTERM -> SIGKILL
+_SHM_TEXT_MAX = 4096  # longer Text spaces are pickled (shared memory decodes max_length per read)
 
 
 class EchoWorkerError(RuntimeError):
@@ -146,6 +148,12 @@ def _build_layout(space: spaces.Space, n: int, ctx: Any, shared: bool) -> tuple[
         return ("D", {k: _build_layout(s, n, ctx, shared) for k, s in space.spaces.items()})
     if isinstance(space, spaces.Tuple):
         return ("T", tuple(_build_layout(s, n, ctx, shared) for s in space.spaces))
+    if isinstance(space, spaces.Text) and (
+        type(space) is not spaces.Text or space.max_length > _SHM_TEXT_MAX
+    ):
+        # A Text subclass may accept characters outside its charset, which the shared layout (charset
+        # indices) cannot hold; and a long max_length is decoded in full on every read.
+        return ("P", None)
     try:
         return ("S", create_shared_memory(space, n=n, ctx=ctx))
     except (CustomSpaceError, TypeError, ValueError, NotImplementedError):
