@@ -787,6 +787,12 @@ class EchoVectorEnv(gym.vector.VectorEnv):
                 raise NoAsyncCallError(
                     "recv() without enough envs in flight; call send() or async_reset() first", "recv"
                 )
+            if timeout is None and len(ready) + len(pool) <= want:
+                # Every env in flight is needed (lock-step): read them in order, no selector.
+                for i in pool:
+                    self._ready[i] = self._collect(i)
+                    ready.append(i)
+                continue
             wait_s = None
             if timeout is not None:
                 now = time.monotonic()
@@ -995,7 +1001,7 @@ class EchoVectorEnv(gym.vector.VectorEnv):
             pipe = self._pipes[i]
             assert pipe is not None
             try:
-                pipe.send_bytes(bytes(message))
+                pipe.send_bytes(message)
             except (BrokenPipeError, ConnectionResetError, OSError):
                 pass  # dead already: recv() finds the closed pipe and reports it
             self._pending[i] = (command, now, (None, None) if command == "reset" else None)
