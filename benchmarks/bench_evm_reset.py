@@ -1,68 +1,15 @@
 """EVMQuest reset cost: snapshot revert on the embedded chain vs anvil, and revert vs a fresh deploy.
 
-Run: .venv/bin/python benchmarks/bench_evm_reset.py [--n 30]
+The benchmark lives in :mod:`lynn.bench.evm_reset` so that ``lynn bench evm-reset`` runs it too (same flags).
+
+    .venv/bin/python benchmarks/bench_evm_reset.py [--n 30]
 """
 
 from __future__ import annotations
 
-import argparse
-import statistics
-import time
+import sys
 
-from lynn.envs.evmquest.chain import anvil_binary, make_chain
-from lynn.envs.evmquest.evmquest_env import EVMQuestEnv
-from lynn.envs.evmquest.world import PROFILES, deploy_world
-
-
-def median_ms(samples: list[float]) -> float:
-    return statistics.median(samples) * 1000
-
-
-def env_resets(backend: str, n: int) -> float:
-    env = EVMQuestEnv(task="erc20_transfer_fixed", backend=backend)
-    env.reset(seed=0)  # genesis
-    times = []
-    for i in range(n):
-        t0 = time.perf_counter()
-        env.reset(seed=i)
-        times.append(time.perf_counter() - t0)
-    env.close()
-    return median_ms(times)
-
-
-def reverts(backend: str, n: int) -> tuple[float, float]:
-    chain = make_chain(backend, 56)
-    t0 = time.perf_counter()
-    deploy_world(chain, PROFILES["bsc"])
-    deploy_s = time.perf_counter() - t0
-    snap = chain.snapshot()
-    times = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        snap = chain.revert(snap)
-        times.append(time.perf_counter() - t0)
-    chain.close()
-    return median_ms(times), deploy_s * 1000
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--n", type=int, default=30)
-    args = parser.parse_args()
-    backends = ["embedded"] + (["anvil"] if anvil_binary() else [])
-    print(
-        f"{'backend':<10} {'fresh deploy ms':>16} {'revert ms':>10} {'deploy/revert':>14} {'env.reset ms':>13}"
-    )
-    for backend in backends:
-        revert_ms, deploy_ms = reverts(backend, args.n)
-        reset_ms = env_resets(backend, args.n)
-        print(
-            f"{backend:<10} {deploy_ms:>16.1f} {revert_ms:>10.2f} {deploy_ms / revert_ms:>13.0f}x {reset_ms:>13.1f}"
-        )
-    print(
-        "goals: embedded reset <= 15 ms, anvil reset <= 5 ms (env.reset includes the task's set-up and pre-state reads)"
-    )
-
+from lynn.bench.evm_reset import main
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -32,6 +32,12 @@ BENCHES: dict[str, tuple[str, str]] = {
     "coordination": ("lynn.bench.coordination", "routing: LinUCB vs MABWiser LinUCB, VW cb_explore_adf"),
     "liveweb": ("lynn.bench.liveweb", "LiveWeb step/reset latency vs raw Playwright (and BrowserGym)"),
     "specdec": ("lynn.bench.specdec", "speculative decoding vs plain greedy and HF assisted generation"),
+    "evm-oracle": ("lynn.bench.evm_oracle", "EVMQuest oracle over every task, per chain backend"),
+    "evm-reset": ("lynn.bench.evm_reset", "EVMQuest reset: snapshot revert vs deploy, embedded vs anvil"),
+    "evm-sandbox": ("lynn.bench.evm_sandbox", "EVMQuest sandbox per-script cost vs a fresh python process"),
+    "echo-broadcast": ("lynn.bench.echo_broadcast", "Echo weight broadcast: one-to-many vs chain"),
+    "echo-utilisation": ("lynn.bench.echo_utilisation", "Echo learner utilisation vs the capacity rule"),
+    "import": ("lynn.bench.import_time", "`import lynn` cost vs `import gymnasium`"),
 }
 
 
