@@ -244,6 +244,11 @@ class BrowserSession:
             everything else itself at no cost per request. ``"route"``: Playwright route interception,
             which pauses every request for the driver (measured ≈ +50 ms a navigation on a loaded
             2-core machine) but also works where a proxy cannot be set.
+        noop_wait_ms: how long ``noop()`` without an argument waits (BrowserGym: 1000).
+
+    Attributes:
+        upload_dir: the folder ``upload_file``/``mouse_upload_file`` take files from (emptied at each
+            new context).
     """
 
     def __init__(
@@ -253,6 +258,7 @@ class BrowserSession:
         action_timeout_ms: int = 3000,
         nav_timeout_ms: int = 8000,
         network_guard: str = "proxy",
+        noop_wait_ms: float = 0.0,
     ) -> None:
         if network_guard not in ("proxy", "route"):
             raise ValueError("network_guard must be 'proxy' or 'route'")
@@ -267,7 +273,10 @@ class BrowserSession:
         self.events: list[str] = []
         self.known_refs: set[str] = set()
         self._scratch = False
+        self._cdp: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+        self.noop_wait_ms = float(noop_wait_ms)
         self._state = _State(download_dir=tempfile.mkdtemp(prefix="lynn-downloads-"))
+        self.upload_dir = tempfile.mkdtemp(prefix="lynn-uploads-", dir=self._state.download_dir)
         self._finalizer = weakref.finalize(self, _shutdown, self._state)
 
     # --- lifecycle -------------------------------------------------------------------------------
@@ -343,6 +352,8 @@ class BrowserSession:
         st.context.on("page", _weak(self._on_page))
         st.context.add_init_script(_POPUP_WATCH)
         self.pages, self.active, self.events, self.known_refs = [], 0, [], set()
+        shutil.rmtree(self.upload_dir, ignore_errors=True)  # a per-episode scratch dir
+        os.makedirs(self.upload_dir, exist_ok=True)
         st.context.new_page()  # _on_page registers it
 
     @contextlib.contextmanager
@@ -461,59 +472,117 @@ class BrowserSession:
         except Exception:  # noqa: BLE001  (not chromium, or the page is gone: nothing to stop)
             pass
 
+    def _files(self, file: str | list[str]) -> list[str]:
+        """Paths of files to upload, each inside the episode's upload dir (relative names are taken from
+        there; anything resolving outside it is refused)."""
+        root = Path(self.upload_dir).resolve()
+        out = []
+        for name in [file] if isinstance(file, str) else file:
+            path = (root / name).resolve()
+            if not path.is_relative_to(root) or not path.is_file():
+                raise ValueError(
+                    f"no file {name!r} in the upload dir {root} (only files there can be uploaded)"
+                )
+            out.append(str(path))
+        return out
+
+    def _xy(self, x: float, y: float) -> tuple[float, float]:
+        w, h = self.viewport
+        return min(max(float(x), 0.0), w - 1.0), min(max(float(y), 0.0), h - 1.0)
+
     def _execute(self, action: Action) -> str | None:
         a, name = action.args, action.name
+        page = self.page
         if name in ("send_msg_to_user", "report_infeasible"):
             return "stop"
         if name == "noop":
-            wait = min(max(float(a["wait_ms"]), 0.0), 10_000.0)
+            wait = self.noop_wait_ms if a["wait_ms"] is None else a["wait_ms"]
+            wait = min(max(float(wait), 0.0), 10_000.0)
             if wait:
-                self.page.wait_for_timeout(wait)
+                page.wait_for_timeout(wait)
             return None
         if name == "goto":
-            url = urljoin(self.page.url if self.page else "", a["url"])
+            if not a["url"].strip():
+                raise ValueError("goto needs a URL, got ''")
+            url = urljoin(page.url if page else "", a["url"].strip())
             if urlsplit(url).scheme not in ("http", "https") or origin(url) not in self.allowed:
                 raise ValueError(
                     f"goto({a['url']!r}) is outside the task's sites: {', '.join(sorted(self.allowed))}"
                 )
             self.goto(url)
         elif name == "go_back":
-            self.page.go_back(wait_until="domcontentloaded")
+            page.go_back(wait_until="domcontentloaded")
         elif name == "go_forward":
-            self.page.go_forward(wait_until="domcontentloaded")
+            page.go_forward(wait_until="domcontentloaded")
         elif name == "new_tab":
             self._state.context.new_page()
         elif name == "tab_close":
-            if len(self.pages) <= 1:
-                raise ValueError("cannot close the last tab")
-            self.page.close()
+            last = len(self.pages) <= 1
+            page.close()
+            if last:  # BrowserGym: closing the last tab leaves a blank one
+                self._state.context.new_page()
         elif name == "tab_focus":
             if not 0 <= a["index"] < len(self.pages):
                 raise ValueError(f"no tab {a['index']}; open tabs: 0..{len(self.pages) - 1}")
             self.active = a["index"]
             self.page.bring_to_front()
         elif name == "scroll":
-            self.page.mouse.wheel(float(a["delta_x"]), float(a["delta_y"]))
+            page.mouse.wheel(float(a["delta_x"]), float(a["delta_y"]))
+        elif name == "scroll_at":
+            page.mouse.move(*self._xy(a["x"], a["y"]))
+            page.mouse.wheel(float(a["dx"]), float(a["dy"]))
+        elif name == "mouse_move":
+            page.mouse.move(*self._xy(a["x"], a["y"]))
+        elif name in ("mouse_down", "mouse_up"):
+            page.mouse.move(*self._xy(a["x"], a["y"]))
+            getattr(page.mouse, name.split("_")[1])(button=a["button"])
+        elif name == "mouse_click":
+            page.mouse.click(*self._xy(a["x"], a["y"]), button=a["button"])
+        elif name == "mouse_dblclick":
+            page.mouse.dblclick(*self._xy(a["x"], a["y"]), button=a["button"])
+        elif name == "mouse_drag_and_drop":
+            page.mouse.move(*self._xy(a["from_x"], a["from_y"]))
+            page.mouse.down()
+            page.mouse.move(*self._xy(a["to_x"], a["to_y"]))
+            page.mouse.up()
+        elif name == "mouse_upload_file":
+            files = self._files(a["file"])
+            with page.expect_file_chooser(timeout=self.action_timeout_ms) as chooser:
+                page.mouse.click(*self._xy(a["x"], a["y"]))
+            chooser.value.set_files(files)
+        elif name.startswith("keyboard_"):
+            kind = name.removeprefix("keyboard_")
+            value = a.get("key", a.get("text"))
+            getattr(page.keyboard, kind)(value)
+        elif name == "drag_and_drop":
+            self._locator(a["from_bid"]).drag_to(self._locator(a["to_bid"]))
         else:
             loc = self._locator(a["bid"])
             if name == "click":
-                if a["button"] not in ("left", "right", "middle"):
-                    raise ValueError("click: button must be 'left', 'right' or 'middle'")
-                loc.click(button=a["button"])
+                loc.click(button=a["button"], modifiers=a["modifiers"])
             elif name == "dblclick":
-                loc.dblclick()
+                loc.dblclick(button=a["button"], modifiers=a["modifiers"])
             elif name == "hover":
                 loc.hover()
             elif name == "fill":
-                loc.fill(a["value"])
+                value = a["value"]
+                if a["enable_autocomplete_menu"] and value:
+                    loc.fill(value[:-1])  # type the last character so that an autocomplete menu opens
+                    loc.press_sequentially(value[-1])
+                else:
+                    loc.fill(value)
             elif name == "clear":
                 loc.clear()
             elif name == "select_option":
                 opts = a["options"]
+                if isinstance(opts, list) and len(opts) > 1 and not loc.evaluate("e => !!e.multiple"):
+                    raise ValueError(f"select_option: this select takes one option, got {len(opts)}")
                 try:
                     loc.select_option(label=opts)
                 except Exception:  # noqa: BLE001  (labels did not match: try option values)
                     loc.select_option(value=opts)
+            elif name == "upload_file":
+                loc.set_input_files(self._files(a["file"]))
             elif name == "press":
                 loc.press(a["key_comb"])
             elif name == "focus":
@@ -560,8 +629,12 @@ class BrowserSession:
                 raise BrowserCrashed(str(exc)) from exc
             return f"- text: (the page could not be read: {str(exc).splitlines()[0][:120]})", False
 
-    def observe(self, screenshot: bool = False, html: bool = False) -> dict[str, Any]:
-        """url, title, axtree, open_pages (+ screenshot array, pruned html)."""
+    def observe(
+        self, screenshot: bool = False, html: bool = False, structured: bool = False
+    ) -> dict[str, Any]:
+        """url, title, axtree, open_pages (+ screenshot array, pruned html; with ``structured``, BrowserGym's
+        ``axtree_object``/``dom_object``/``extra_element_properties``/``focused_element_bid`` and the
+        tabs' ``open_pages_urls``/``open_pages_titles``)."""
         page = self.page
         if page is None:
             raise BrowserCrashed("no open page")
@@ -590,6 +663,12 @@ class BrowserSession:
         obs["open_pages"] = "\n".join(
             f"{i}{'*' if i == self.active else ''} {p.url}" for i, p in enumerate(self.pages)
         )
+        if structured:
+            t = time.perf_counter()
+            obs.update(self._structured(page, obs["axtree"]))
+            obs["open_pages_urls"] = [p.url for p in self.pages]
+            obs["open_pages_titles"] = [title if p is page else self._title(p) for p in self.pages]
+            timings["structured_s"] = time.perf_counter() - t
         if screenshot:
             t = time.perf_counter()
             obs["screenshot"] = self.screenshot()
@@ -603,6 +682,34 @@ class BrowserSession:
             timings["html_s"] = time.perf_counter() - t
         obs["_timings"] = timings
         return obs
+
+    def _title(self, page: Any) -> str:
+        try:
+            return str(_fresh_stack(page.title))
+        except Exception:  # noqa: BLE001  (a tab mid-navigation)
+            return ""
+
+    def _structured(self, page: Any, axtree: str) -> dict[str, Any]:
+        from lynn.envs.liveweb import browsergym_obs
+
+        def grab() -> dict[str, Any]:
+            cdp = self._cdp.get(page)
+            if cdp is None:
+                cdp = self._cdp[page] = self._state.context.new_cdp_session(page)
+            return browsergym_obs.capture(cdp, axtree, self.viewport)
+
+        try:
+            return _fresh_stack(grab)
+        except Exception as exc:  # noqa: BLE001  (mid-navigation: empty structures, the text is still there)
+            self._cdp.pop(page, None)
+            if not self.alive():
+                raise BrowserCrashed(str(exc)) from exc
+            return {
+                "axtree_object": {"nodes": []},
+                "dom_object": {"documents": [], "strings": []},
+                "extra_element_properties": {},
+                "focused_element_bid": "",
+            }
 
     def screenshot(self) -> np.ndarray:
         """The active page as an (H, W, 3) uint8 array."""

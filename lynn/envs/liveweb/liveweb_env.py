@@ -13,13 +13,14 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from lynn.envs.liveweb.actions import Action, ActionError, parse_action
+from lynn.envs.liveweb.actions import STOP_ACTIONS, Action, ActionError, parse_actions
 from lynn.envs.liveweb.evaluators import EvalContext, evaluate, fill_placeholders
 from lynn.envs.liveweb.tasks import check_tasks, load_tasks, raise_for
 from lynn.envs.liveweb.webarena_eval import make_judge
 
 OBS_MODES = ("text", "screenshot", "html", "all")
 EVALUATIONS = ("lynn", "webarena")
+OBS_FORMATS = ("lynn", "browsergym")
 MAX_TEXT = 2_000_000
 _SAMPLE_CHARSET = string.ascii_letters + string.digits + " _-.,:'\"()[]/\n" + "éß漢字🙂"
 
@@ -99,47 +100,104 @@ def _webarena_select(page: Any, locator: str, prep: list[str]) -> str:
     raise ValueError(f"Unknown locator: {locator}")
 
 
+BROWSERGYM_KEYS = (
+    "axtree_object",
+    "dom_object",
+    "extra_element_properties",
+    "focused_element_bid",
+    "open_pages_urls",
+    "open_pages_titles",
+    "chat_messages",
+    "goal_object",
+    "active_page_index",
+    "elapsed_time",
+)
+
+
+class AnyValue(spaces.Space):
+    """A space of any value of one Python type (BrowserGym's ``AnyDict``): structured observations
+    such as CDP trees and chat logs. ``sample`` gives an empty one."""
+
+    def __init__(self, kind: type) -> None:
+        super().__init__(shape=None, dtype=None)
+        self.kind = kind
+
+    def sample(self, mask: Any = None, probability: Any = None) -> Any:
+        return self.kind()
+
+    def contains(self, x: Any) -> bool:
+        return isinstance(x, self.kind)
+
+    def __repr__(self) -> str:
+        return f"AnyValue({self.kind.__name__})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, AnyValue) and other.kind is self.kind
+
+
 class LiveWebEnv(gym.Env):
     """
     ## Description
     Web tasks in a real browser on real sites. By default the env serves three bundled sites (a
     **shop**, a **forum** and the shop's **admin** back office: Starlette + SQLite apps with
     deterministic seed data) from its own server process on loopback ports, and drives Debian's
-    Chromium through Playwright. Tasks use WebArena's JSON format (512 bundled instances of 65
-    templates: information seeking, navigation and content modification). Requests to any origin
-    outside the task's sites are blocked.
+    Chromium through Playwright. Tasks use WebArena's JSON format (511 bundled instances of 65
+    templates: information seeking, navigation and content modification; none passes on its pristine
+    state or for a generic answer). Requests to any origin outside the task's sites are blocked.
 
     ## Action Space
-    A Unicode text: one BrowserGym-style action string, parsed with :mod:`ast` (literal arguments
-    only, never executed): ``click(bid)``, ``dblclick``, ``hover``, ``fill(bid, text)``,
-    ``select_option(bid, option)``, ``press(bid, keys)``, ``check``/``uncheck``, ``focus``, ``clear``,
-    ``scroll(dx, dy)``, ``goto(url)``, ``go_back()``, ``go_forward()``, ``new_tab()``, ``tab_close()``,
-    ``tab_focus(i)``, ``send_msg_to_user(text)`` (the answer; ends the episode),
-    ``report_infeasible(reason)`` (ends the episode) and ``noop(wait_ms=0)``. ``bid`` is an element id
-    shown as ``[e12]`` in the axtree.
+    A Unicode text: BrowserGym's high-level actions (:mod:`.actions`; parsed with :mod:`ast`, literal
+    arguments only, never executed): ``click(bid, button, modifiers)``, ``dblclick``, ``hover``,
+    ``fill(bid, value, enable_autocomplete_menu)``, ``select_option``, ``press``, ``check``/``uncheck``,
+    ``focus``, ``clear``, ``drag_and_drop``, ``upload_file`` (files in ``env.browser.upload_dir``),
+    ``scroll``, ``scroll_at``, ``mouse_*``, ``keyboard_*``, ``goto``, ``go_back``, ``go_forward``,
+    ``new_tab``, ``tab_close``, ``tab_focus``, ``send_msg_to_user(text)`` (the answer; ends the
+    episode), ``report_infeasible(reason)`` (ends the episode) and ``noop(wait_ms)``. Several calls
+    per step (one per line or ``;``-separated) and prose or a fenced block around them are accepted, as
+    BrowserGym accepts them. ``bid`` is an element id shown as ``[e12]`` in the axtree (``12`` means
+    ``e12``); numbers must be finite and are clamped (scroll to ±100,000 px, coordinates to the
+    viewport, waits to 10 s).
 
     ## Observation Space
     A ``Dict`` of texts: ``goal``, ``url``, ``title``, ``axtree`` (the accessibility tree, one element
     per line, interactive ones prefixed by their id), ``open_pages`` (one line per tab, ``*`` marks
     the active one), ``last_action``, ``last_action_error``. ``obs_mode="screenshot"`` adds
     ``screenshot`` (``Box(0, 255, (H, W, 3), uint8)``), ``"html"`` adds pruned ``html``, ``"all"`` both.
+    ``obs_format="browsergym"`` adds BrowserGym's keys (:mod:`.browsergym_obs`): ``chat_messages``,
+    ``goal_object``, ``open_pages_urls``, ``open_pages_titles``, ``active_page_index``,
+    ``axtree_object`` (CDP ``Accessibility.getFullAXTree``, nodes with ids carry ``browsergym_id``),
+    ``dom_object`` (CDP ``DOMSnapshot.captureSnapshot``), ``extra_element_properties``,
+    ``focused_element_bid`` and ``elapsed_time``.
 
     ## Rewards
     0 on every step except the last: when the agent answers (``send_msg_to_user``) or reports the task
-    infeasible, the task's evaluators (``string_match``, ``url_match``, ``program_html``, ``db_check``)
-    score the final state and the reward is their product (0 or 1). A bad action gives 0 and a message
-    in ``info["error"]`` and ``last_action_error``; the episode goes on.
+    infeasible, or the episode is truncated (WebArena scores that state too), the task's evaluators
+    (``string_match``, ``url_match``, ``program_html`` and our ``db_check``/``page_list``) score the
+    final state and the reward is their product (0 or 1). A bad action gives 0 and a message in
+    ``info["error"]`` and ``last_action_error``; the episode goes on.
 
     ## Episode End
-    Terminates on ``send_msg_to_user`` / ``report_infeasible``; truncated by the registry's
-    ``max_episode_steps`` (30).
+    Terminates on ``send_msg_to_user`` / ``report_infeasible``, or with ``end_on_success=True``
+    (BrowserGym's WebArena behaviour) as soon as a task that needs no answer passes; truncated after
+    ``max_steps`` (default: the registry's ``max_episode_steps``, 30).
 
     ## Arguments
     - ``tasks``: ``None`` (bundled bank), a path to a WebArena-format JSON file, or a list of task dicts.
+      Every problem (missing ``storage_state`` file, unknown eval type, ``func:`` helper, unmapped
+      site, ``fuzzy_match`` without a judge, ...) is reported when the env is built, naming task and
+      field; ``skip_invalid_tasks=True`` drops such tasks with a warning instead.
     - ``sites``: ``{name: base_url}`` of already running instances (e.g. a WebArena deployment); task
       placeholders ``__NAME__`` are replaced by these URLs. Bundled sites not listed are served locally.
-    - ``split``: ``"train"``, ``"test"`` or ``None`` (all) — which tasks ``reset`` draws from.
-    - ``obs_mode``: ``"text"`` (default), ``"screenshot"``, ``"html"`` or ``"all"``.
+    - ``split``: ``"train"``, ``"test"`` or ``None`` (all) — which tasks ``reset`` draws from;
+      ``splits``: a split mapping for files without ``split`` fields (else they are all ``"test"``).
+    - ``evaluation``: ``"lynn"`` (default; our strict rules, :mod:`.evaluators`) or ``"webarena"``
+      (WebArena's exact rules, :mod:`.webarena_eval`); ``judge``: ``{"base_url", "model"}`` of an
+      OpenAI-compatible endpoint for ``fuzzy_match`` (or an object with ``fuzzy_match`` /
+      ``unachievable_match``).
+    - ``obs_mode``: ``"text"`` (default), ``"screenshot"``, ``"html"`` or ``"all"``; ``obs_format``:
+      ``"lynn"`` (default) or ``"browsergym"`` (its extra keys; ≈ 20-60 ms a step more).
+    - ``multiaction`` (default ``True``, BrowserGym's); ``noop_wait_ms``: what ``noop()`` waits
+      (default 0, BrowserGym's 1000 with ``obs_format="browsergym"``).
     - ``viewport``: ``(width, height)``; ``action_timeout_ms`` / ``nav_timeout_ms``: how long an element
       action / a navigation may take before it is reported as an error.
     - ``network_guard``: ``"proxy"`` (default; Chromium itself refuses every origin but the task's) or
@@ -168,6 +226,9 @@ class LiveWebEnv(gym.Env):
         judge: Any = None,
         splits: dict[str, Any] | str | Path | None = None,
         skip_invalid_tasks: bool = False,
+        multiaction: bool = True,
+        noop_wait_ms: float | None = None,
+        obs_format: str = "lynn",
     ) -> None:
         if obs_mode not in OBS_MODES:
             raise ValueError(f"obs_mode must be one of {OBS_MODES}, got {obs_mode!r}")
@@ -194,12 +255,23 @@ class LiveWebEnv(gym.Env):
         if network_guard not in ("proxy", "route"):
             raise ValueError("network_guard must be 'proxy' or 'route'")
         self.network_guard = network_guard
+        if obs_format not in OBS_FORMATS:
+            raise ValueError(f"obs_format must be one of {OBS_FORMATS}, got {obs_format!r}")
+        self.obs_format = obs_format
+        self.multiaction = bool(multiaction)
+        if noop_wait_ms is None:
+            noop_wait_ms = 1000.0 if obs_format == "browsergym" else 0.0  # BrowserGym's noop() waits 1 s
+        if not 0 <= float(noop_wait_ms) <= 10_000:
+            raise ValueError(f"noop_wait_ms must be in [0, 10000], got {noop_wait_ms!r}")
+        self.noop_wait_ms = float(noop_wait_ms)
         self.end_on_success = bool(end_on_success)
         if max_steps is not None and (isinstance(max_steps, bool) or int(max_steps) < 1):
             raise ValueError(f"max_steps must be a positive int or None, got {max_steps!r}")
         self.max_steps = None if max_steps is None else int(max_steps)
         self._steps = 0
         self._truncated = False
+        self._t_reset = time.time()
+        self.chat = []
         self._ref_items: dict[tuple[str, str], list[str]] = {}
 
         obs: dict[str, spaces.Space] = {
@@ -210,6 +282,17 @@ class LiveWebEnv(gym.Env):
             obs["screenshot"] = spaces.Box(0, 255, (self.viewport[1], self.viewport[0], 3), np.uint8)
         if obs_mode in ("html", "all"):
             obs["html"] = UnicodeText()
+        if obs_format == "browsergym":
+            obs["axtree_object"] = AnyValue(dict)
+            obs["dom_object"] = AnyValue(dict)
+            obs["extra_element_properties"] = AnyValue(dict)
+            obs["focused_element_bid"] = UnicodeText()
+            obs["open_pages_urls"] = AnyValue(list)
+            obs["open_pages_titles"] = AnyValue(list)
+            obs["chat_messages"] = AnyValue(list)
+            obs["goal_object"] = AnyValue(list)
+            obs["active_page_index"] = spaces.Box(0, np.iinfo(np.int64).max, (1,), np.int64)
+            obs["elapsed_time"] = spaces.Box(0, np.inf, (1,), np.float64)
         self.observation_space = spaces.Dict(obs)
         self.action_space = UnicodeText(max_length=4096)
 
@@ -301,6 +384,7 @@ class LiveWebEnv(gym.Env):
                 action_timeout_ms=self.action_timeout_ms,
                 nav_timeout_ms=self.nav_timeout_ms,
                 network_guard=self.network_guard,
+                noop_wait_ms=self.noop_wait_ms,
             )
 
     def _open_episode(self, url: str) -> None:
@@ -379,6 +463,10 @@ class LiveWebEnv(gym.Env):
         self._steps = 0
         self._truncated = False
         self._ref_items = {}
+        self._t_reset = time.time()
+        self.chat: list[dict[str, Any]] = [
+            {"role": "user", "timestamp": self._t_reset, "message": self.task["intent"]}
+        ]
         self.answer: str | None = None
         self.infeasible = False
         obs = self._observe("", "", timings)
@@ -397,13 +485,14 @@ class LiveWebEnv(gym.Env):
         t = time.perf_counter()
         want_shot = self.obs_mode in ("screenshot", "all")
         want_html = self.obs_mode in ("html", "all")
+        bg = self.obs_format == "browsergym"
         try:
-            raw = self.browser.observe(screenshot=want_shot, html=want_html)
+            raw = self.browser.observe(screenshot=want_shot, html=want_html, structured=bg)
         except BrowserCrashed as exc:
             error = (error + "; " if error else "") + self._recover(
                 f"browser crashed while observing ({exc})"
             )
-            raw = self.browser.observe(screenshot=want_shot, html=want_html)
+            raw = self.browser.observe(screenshot=want_shot, html=want_html, structured=bg)
         timings.update(raw.pop("_timings", {}))
         timings["observe_s"] = time.perf_counter() - t
         assert self.task is not None
@@ -420,6 +509,13 @@ class LiveWebEnv(gym.Env):
             obs["screenshot"] = raw["screenshot"]
         if want_html:
             obs["html"] = raw["html"][:MAX_TEXT]
+        if bg:
+            for key in BROWSERGYM_KEYS[:6]:
+                obs[key] = raw[key]
+            obs["chat_messages"] = [dict(m) for m in self.chat]
+            obs["goal_object"] = [{"type": "text", "text": self.task["intent"]}]
+            obs["active_page_index"] = np.array([self.browser.active], dtype=np.int64)
+            obs["elapsed_time"] = np.array([time.time() - self._t_reset], dtype=np.float64)
         self._last_obs = obs
         return obs
 
@@ -457,25 +553,30 @@ class LiveWebEnv(gym.Env):
                 error = self._recover("the site server had died") + "; the action was not executed"
                 recovered = True
             try:
-                parsed: Action | None = parse_action(action)
+                calls = parse_actions(action, multiaction=self.multiaction)
             except ActionError as exc:
-                parsed = None
+                calls = []
                 error = str(exc)
-            if parsed is not None and not recovered:
+            parsed: Action | None = None
+            if not recovered:
                 t = time.perf_counter()
-                error = self._execute(parsed) or error
+                for parsed in calls:  # BrowserGym runs a multi-action in order and stops at an error
+                    error = self._execute(parsed)
+                    if error:
+                        parsed = None
+                        break
                 timings["action_s"] = time.perf_counter() - t
             self._steps += 1
-            stop = (
-                parsed is not None
-                and not recovered
-                and parsed.name in ("send_msg_to_user", "report_infeasible")
-            )
+            stop = parsed is not None and parsed.name in STOP_ACTIONS
             limit = self._step_limit()
             if stop:
                 assert parsed is not None
                 self.answer = parsed.args.get("text")
                 self.infeasible = parsed.name == "report_infeasible"
+                role, msg = (
+                    ("infeasible", parsed.args["reason"]) if self.infeasible else ("assistant", self.answer)
+                )
+                self.chat.append({"role": role, "timestamp": time.time(), "message": msg})
                 terminated = True
             elif limit is not None and self._steps >= limit:
                 truncated = True  # WebArena scores the final state of a truncated episode too

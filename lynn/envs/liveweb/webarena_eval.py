@@ -132,7 +132,11 @@ class LLMJudge:
             from lynn.lm.backends import OpenAIGenerator  # lazily: the judge is optional
 
             self._generator = OpenAIGenerator(self.base_url, self.model)
-        out = self._generator.generate([prompt], max_new_tokens=self.max_new_tokens, temperature=0.0)
+        messages = [
+            {"role": "system", "content": "You are a helpful assistant."},
+            {"role": "user", "content": prompt},
+        ]
+        out = self._generator.generate([messages], max_new_tokens=self.max_new_tokens, temperature=0.0)
         return str(out[0].text)
 
     def fuzzy_match(self, pred: str, reference: str, question: str) -> float:

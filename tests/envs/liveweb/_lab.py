@@ -17,6 +17,12 @@ PAGES = {
 <a href="/hang">Slow page</a>
 <a href="/external">External page</a>""",
     "/second": "<!doctype html><title>Second</title><h1>Second page</h1>",
+    "/form": """<!doctype html><title>Form</title><h1>Form</h1>
+<label>Attachment <input type="file" id="f" onchange="document.getElementById('got').textContent = this.files[0].name"></label>
+<p id="got">no file</p>
+<label>Colour <select id="c"><option>red</option><option>green</option></select></label>
+<label>Note <input id="note" onkeyup="document.getElementById('typed').textContent = this.value"></label>
+<p id="typed">nothing typed</p>""",
     "/wa": """<!doctype html><title>WA</title><h1 id="t">Tom &amp; Jerry&#39;s  Shop</h1>
 <p class="price">Price: $1,000.00</p><div id="hidden" style="display:none">secret note</div>
 <ul><li>alpha</li><li>beta</li></ul><span id="n"></span>""",

@@ -7,9 +7,11 @@ from __future__ import annotations
 import html
 import json
 import re
+import threading
 import urllib.parse
 from collections import defaultdict
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -491,3 +493,74 @@ def test_splits_for_files_without_one(tmp_path: Path) -> None:
         LiveWebEnv(tasks=path, sites=sites, splits={"train": [99]})
     with pytest.raises(ValueError, match="no tasks in split 'train'"):
         LiveWebEnv(tasks=path, sites=sites, split="train")
+
+
+class _GraderHandler(BaseHTTPRequestHandler):
+    """An OpenAI-compatible chat endpoint whose 'model' grades by a fixed rule (it stands in for GPT-4:
+    the client, the HTTP exchange and the verdict parsing are the real ones)."""
+
+    seen: list[dict] = []
+
+    def do_POST(self) -> None:  # noqa: N802  (http.server's naming)
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        _GraderHandler.seen.append(body)
+        prompt = body["messages"][-1]["content"]
+        fields = dict(re.findall(r"^([a-z ]+): (.*)$", prompt, re.M))
+        if "reference answer" in fields:
+            ok = fields["reference answer"].lower() in fields["student answer"].lower()
+            verdict = "The answer is correct." if ok else "The answer is incorrect."
+        else:
+            ok = fields["actual unachievable reason"].split()[0] in fields["reported unachievable reason"]
+            verdict = "same" if ok else "different"
+        reply = {
+            "id": "x",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body["model"],
+            "choices": [
+                {"index": 0, "message": {"role": "assistant", "content": verdict}, "finish_reason": "stop"}
+            ],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }
+        data = json.dumps(reply).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_llm_judge_over_an_openai_compatible_endpoint() -> None:
+    pytest.importorskip("openai")
+    pytest.importorskip("lynn.lm.backends")
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _GraderHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        judge = ours.make_judge(
+            {"base_url": f"http://127.0.0.1:{server.server_address[1]}/v1", "model": "grader"}
+        )
+        task = _config(
+            {"eval_types": ["string_match"], "reference_answers": {"fuzzy_match": ["blue kettle"]}},
+            intent="Which kettle is cheapest?",
+        )
+        assert ours.evaluate(task, EvalContext(answer="The Blue Kettle"), None, judge)[0] == 1.0
+        assert ours.evaluate(task, EvalContext(answer="the red one"), None, judge)[0] == 0.0
+        na = _config(
+            {
+                "eval_types": ["string_match"],
+                "reference_answers": {"fuzzy_match": "N/A"},
+                "string_note": "discontinued",
+            }
+        )
+        assert ours.evaluate(na, EvalContext(answer="it was discontinued"), None, judge)[0] == 1.0
+        assert ours.evaluate(na, EvalContext(answer="N/A"), None, judge)[0] == 1.0  # no judge call needed
+        sent = _GraderHandler.seen[0]
+        assert sent["model"] == "grader" and sent["temperature"] == 0.0
+        assert "question: Which kettle is cheapest?" in sent["messages"][-1]["content"]
+        assert len(_GraderHandler.seen) == 3
+    finally:
+        server.shutdown()
+        server.server_close()
