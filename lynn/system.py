@@ -214,24 +214,23 @@ def _find_anvil() -> Tool:
     return _miss("anvil", fix, searched)
 
 
-def _find_chromium() -> Tool:
-    fix = "apt-get install -y chromium, or set LYNN_CHROMIUM=/path/to/chromium"
+def _env_then_path(name: str, var: str, programs: tuple[str, ...], fix: str) -> Tool:
     searched: list[str] = []
     return (
-        _from_env("LYNN_CHROMIUM", "chromium", fix, searched)
-        or _on_path("chromium", ("chromium", "chromium-browser"), fix, searched)
-        or _miss("chromium", fix, searched)
+        _from_env(var, name, fix, searched)
+        or _on_path(name, programs, fix, searched)
+        or _miss(name, fix, searched)
     )
+
+
+def _find_chromium() -> Tool:
+    fix = "apt-get install -y chromium, or set LYNN_CHROMIUM=/path/to/chromium"
+    return _env_then_path("chromium", "LYNN_CHROMIUM", ("chromium", "chromium-browser"), fix)
 
 
 def _find_node() -> Tool:
     fix = "apt-get install -y nodejs npm, or set LYNN_NODE=/path/to/node"
-    searched: list[str] = []
-    return (
-        _from_env("LYNN_NODE", "node", fix, searched)
-        or _on_path("node", ("node", "nodejs"), fix, searched)
-        or _miss("node", fix, searched)
-    )
+    return _env_then_path("node", "LYNN_NODE", ("node", "nodejs"), fix)
 
 
 def _find_solc() -> Tool:

@@ -19,11 +19,13 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 from lynn.errors import UsageError
 
-__all__ = ["load", "main", "summary"]
+__all__ = ["load", "main", "pyplot", "save_figure", "summary"]
 
 
 def load(module_name: str) -> ModuleType:
@@ -65,3 +67,22 @@ def main(module_name: str, argv: Sequence[str] | None = None, prog: str | None =
         return int(module.run(args) or 0)
     except UsageError as exc:
         parser.exit(2, f"{parser.prog}: error: {exc}\n")
+
+
+def pyplot() -> Any:
+    """``matplotlib.pyplot`` on the file-only Agg backend (benchmarks write PNGs, never open windows)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def save_figure(fig: Any, path: str | Path, dpi: int = 120, **layout: Any) -> None:
+    """Lay out ``fig``, write it to ``path`` (folders made as needed), close it and say where it went."""
+    fig.tight_layout(**layout)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi)
+    pyplot().close(fig)
+    print(f"plot: {path}")

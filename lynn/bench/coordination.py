@@ -33,6 +33,7 @@ from lynn.agents.bandits import (
 )
 from lynn.agents.linucb import DelayedUpdates, LinUCBAgent, candidates
 from lynn.agents.random_agent import RandomAgent
+from lynn.bench import pyplot, save_figure
 from lynn.envs.coordination.coordination_env import CoordinationEnv
 from lynn.envs.coordination.metrics import loglog_slope, recovery_time
 from lynn.errors import UsageError
@@ -415,11 +416,7 @@ def ratios(rows: list[Row], speed: dict[str, float]) -> list[str]:
 
 def plot(rows: list[Row], path: Path) -> None:
     """Mean cumulative regret curves, one panel per scenario (three per row), one shared legend."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
     scenarios = list(dict.fromkeys(r.scenario for r in rows))
     routers = [name for name in dict.fromkeys(r.router for r in rows) if not name.startswith("oracle")]
     colours = {name: plt.get_cmap("tab20")(i % 20) for i, name in enumerate(routers)}
@@ -451,10 +448,7 @@ def plot(rows: list[Row], path: Path) -> None:
         for n in routers
     ]
     fig.legend(handles, routers, loc="lower center", ncol=min(4, len(routers)), fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.12 if nrows > 1 else 0.2, 1, 1))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    save_figure(fig, path, dpi=110, rect=(0, 0.12 if nrows > 1 else 0.2, 1, 1))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

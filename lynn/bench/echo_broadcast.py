@@ -13,9 +13,9 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
-from pathlib import Path
 from typing import Any
 
+from lynn.bench import pyplot, save_figure
 from lynn.errors import UsageError
 from lynn.wrappers.echo.broadcast import RayBroadcast, simulate_broadcast
 
@@ -71,10 +71,7 @@ def run(args: argparse.Namespace) -> int:
     sim = {s: [simulate_broadcast(s, n, m, b, chunk) for n in big] for s in ("one_to_many", "chain")}
     print(f"simulated N = 256: one-to-many {sim['one_to_many'][-1]:.1f} s, chain {sim['chain'][-1]:.2f} s")
     if args.plot:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = pyplot()
 
         fig, ax = plt.subplots(figsize=(6, 4))
         ax.plot(big, sim["one_to_many"], "-", color="C3", label="one-to-many simulated")
@@ -93,10 +90,7 @@ def run(args: argparse.Namespace) -> int:
         ax.set_ylabel("seconds until every worker has the weights")
         ax.set_title(f"Broadcast of {args.mb:g} MB at {args.mbps:g} MB/s per uplink")
         ax.legend(fontsize=8)
-        Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
-        fig.tight_layout()
-        fig.savefig(args.plot, dpi=120)
-        print(f"plot: {args.plot}")
+        save_figure(fig, args.plot)
     return 0
 
 

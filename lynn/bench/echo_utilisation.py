@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
+from lynn.bench import pyplot, save_figure
 from lynn.errors import UsageError
 from lynn.wrappers.echo.actor_learner import ActorLearner
 from lynn.wrappers.echo.capacity import (
@@ -127,10 +127,7 @@ def run(args: argparse.Namespace) -> int:
     ratio = [r["push_pull"] / r["pull"] for r in rows]
     print(f"push_pull / pull utilisation: {', '.join(f'{x:.2f}x' for x in ratio)}")
     if args.plot:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        plt = pyplot()
 
         xs = [r["workers"] for r in rows]
         fig, ax = plt.subplots(figsize=(6, 4))
@@ -146,10 +143,7 @@ def run(args: argparse.Namespace) -> int:
         ax.set_ylim(0, 1.05)
         ax.legend(fontsize=8, loc="lower right")
         ax.set_title("Echo learner utilisation vs provisioning")
-        Path(args.plot).parent.mkdir(parents=True, exist_ok=True)
-        fig.tight_layout()
-        fig.savefig(args.plot, dpi=120)
-        print(f"plot: {args.plot}")
+        save_figure(fig, args.plot)
     return 0
 
 
