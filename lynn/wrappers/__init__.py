@@ -8,10 +8,11 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-__all__ = ["ActorLearner", "EchoSB3VecEnv", "EchoVectorEnv"]
+__all__ = ["ActorLearner", "EchoRecordEpisodeStatistics", "EchoSB3VecEnv", "EchoVectorEnv"]
 
 _LAZY = {
     "EchoVectorEnv": "lynn.wrappers.echo.vector",
+    "EchoRecordEpisodeStatistics": "lynn.wrappers.echo.vector",
     "EchoSB3VecEnv": "lynn.wrappers.echo.sb3",
     "ActorLearner": "lynn.wrappers.echo.actor_learner",
 }

@@ -1,6 +1,8 @@
 """Echo: decoupled inference swarm (rollout workers) and training swarm (learner).
 
-- :mod:`lynn.wrappers.echo.vector`: ``EchoVectorEnv``, an EnvPool-style async vector env.
+- :mod:`lynn.wrappers.echo.vector`: ``EchoVectorEnv``, a Gymnasium ``AsyncVectorEnv`` equivalent with
+  an EnvPool-style async ``send``/``recv``, timeouts and opt-in restarts, and
+  ``EchoRecordEpisodeStatistics`` (episode statistics that follow ``send``/``recv``).
 - :mod:`lynn.wrappers.echo.sb3`: ``EchoSB3VecEnv``, the same as a Stable-Baselines3 ``VecEnv``.
 - :mod:`lynn.wrappers.echo.actor_learner`: ``ActorLearner`` with ``pull`` / ``push_pull`` modes,
   bounded staleness, ``local`` and ``ray`` backends.
