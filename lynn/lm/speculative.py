@@ -41,6 +41,7 @@ proposed token). ``mars`` and ``typical`` are lossy by design.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
@@ -150,6 +151,19 @@ class SpecStats:
 # The ragged batched KV cache
 
 
+def _inference(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Run ``fn`` under ``torch.inference_mode`` (cache tensors may only be edited there)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        import torch
+
+        with torch.inference_mode():
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
 class RaggedCache:
     """A batched KV cache where each row holds a different number of tokens.
 
@@ -182,6 +196,7 @@ class RaggedCache:
         """Number of cache columns (valid ones and holes)."""
         return self.mask.shape[1]
 
+    @_inference
     def feed(self, new: Sequence[Sequence[int]], *, logits: str = "last") -> torch.Tensor:
         """Append ``new[i]`` to row i in one forward and return logits.
 
@@ -202,15 +217,10 @@ class RaggedCache:
                 f"feed needs one non-empty token list per row ({len(self.tokens)} rows), got {lens}"
             )
         T, B, L = max(lens), len(new), self.width
-        ids = torch.full((B, T), self.pad_token_id, dtype=torch.long)
-        new_mask = torch.zeros((B, T), dtype=torch.bool)
-        pos = torch.zeros((B, T), dtype=torch.long)
-        for i, toks in enumerate(new):
-            ids[i, : lens[i]] = torch.tensor(list(toks), dtype=torch.long)
-            new_mask[i, : lens[i]] = True
-            start = len(self.tokens[i])
-            # Filler positions continue the row's count; they are masked, so their value is moot.
-            pos[i] = torch.arange(start, start + T)
+        ids = torch.tensor([list(t) + [self.pad_token_id] * (T - len(t)) for t in new], dtype=torch.long)
+        new_mask = torch.arange(T)[None, :] < torch.tensor(lens)[:, None]
+        # Filler positions continue the row's count; they are masked, so their value is moot.
+        pos = torch.tensor([len(t) for t in self.tokens])[:, None] + torch.arange(T)[None, :]
         ids, new_mask, pos = ids.to(self.device), new_mask.to(self.device), pos.to(self.device)
         mask = torch.cat([self.mask, new_mask], dim=1)
         kwargs: dict[str, Any] = {}
@@ -234,6 +244,7 @@ class RaggedCache:
         self._crop_trailing()
         return z
 
+    @_inference
     def truncate(self, row: int, keep: int) -> None:
         """Keep only row ``row``'s first ``keep`` cached tokens (the rest become holes)."""
         if keep < len(self.tokens[row]):
@@ -242,11 +253,13 @@ class RaggedCache:
             del self.cols[row][keep:]
             del self.tokens[row][keep:]
 
+    @_inference
     def finish_rollback(self) -> None:
         """Crop columns that are holes in every row, and compact when holes dominate."""
         self._crop_trailing()
         self._maybe_compact()
 
+    @_inference
     def sync(self, row: int, context: Sequence[int]) -> list[int]:
         """Roll row ``row`` back to its longest common prefix with ``context``; return what is missing.
 
@@ -266,6 +279,7 @@ class RaggedCache:
         self.truncate(row, m)
         return list(context[m:])
 
+    @_inference
     def select(self, rows: Sequence[int]) -> None:
         """Keep only the given rows (in that order), e.g. when others have finished."""
         import torch
@@ -441,6 +455,7 @@ class DraftModelDrafter:
         assert self.cache is not None
         self.cache.select(rows)
 
+    @_inference
     def propose(
         self,
         contexts: list[list[int]],
