@@ -1,16 +1,16 @@
 """Benchmarks: one module per measure, behind ``lynn bench NAME`` and the thin ``benchmarks/*.py`` scripts.
 
-A benchmark module has a docstring (its first line is the ``lynn bench`` help) and two functions:
+A benchmark module has a docstring (``lynn bench NAME -h`` shows it) and two functions:
 
 * ``add_arguments(parser)`` adds its flags to an :class:`argparse.ArgumentParser`;
 * ``run(args) -> int`` runs it and prints its table (anchor and ours side by side, with the ratio);
   mistakes in the flags raise :class:`lynn.errors.UsageError`.
 
-:func:`main` parses a command line for one module; ``lynn bench NAME`` and ``benchmarks/bench_NAME.py``
-both end there, so the two take the same flags. Modules import their heavy dependencies (the envs,
-agents, comparison libraries) inside ``run``, so listing the benchmarks stays cheap. The names
-``lynn bench`` offers are the table ``BENCHES`` in :mod:`lynn.cli`; a module ``lynn.bench.NAME``
-not in the table is found by its name too.
+:func:`parser_for` builds a module's parser for both ``lynn bench NAME`` and the script's
+:func:`main`, so the two take the same flags. Modules import their heavy dependencies (the envs,
+agents, comparison libraries) inside ``run`` or at their own top: ``lynn`` imports a benchmark
+module only when that benchmark runs. The names ``lynn bench`` offers are the table ``BENCHES`` in
+:mod:`lynn.cli`; adding a benchmark is a module here plus one line there.
 """
 
 from __future__ import annotations
