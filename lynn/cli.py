@@ -169,6 +169,70 @@ def cmd_suite(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- collect / train (LM data and models) -------------------------------------------------------
+def cmd_collect(args: argparse.Namespace) -> int:
+    from lynn.eval.collect import CollectConfig, collect, parse_seeds
+
+    if args.epsilon is not None and not 0 <= args.epsilon <= 1:
+        raise UsageError("--epsilon must be in [0, 1]")
+    agent_kwargs = _parse_kv(args.agent_arg, "--agent-arg")
+    if args.epsilon is not None:
+        agent_kwargs["epsilon"] = args.epsilon
+    cfg = CollectConfig(
+        env_id=args.env_id,
+        agent=args.agent,
+        out=args.out,
+        split=args.split,
+        seeds=parse_seeds(args.seeds) if args.seeds else None,
+        episodes=args.episodes,
+        seed=args.seed,
+        tasks=args.tasks.split(",") if args.tasks else None,
+        limit=args.limit,
+        max_steps=args.max_steps,
+        agent_kwargs=agent_kwargs,
+        env_kwargs=_parse_kv(args.env_arg, "--env-arg"),
+        instance_split=None if args.instance_split == "any" else args.instance_split,
+        progress=not args.no_progress,
+    )
+    r = collect(cfg)
+    where = ", ".join(p for p in (r["demos_path"], r["transitions_path"]) if p)
+    print(
+        f"{r['steps']} steps from {r['episodes']} episodes ({r['successes']} successful), {r['demos']} demos -> {where}"
+    )
+    return 0
+
+
+def cmd_train_lm(args: argparse.Namespace) -> int:
+    from lynn.lm.train import TrainConfig, train_lm
+
+    cfg = TrainConfig(
+        data=args.data,
+        out=args.out,
+        size=args.size,
+        role=args.role,
+        teacher=args.teacher,
+        base=args.base,
+        epochs=args.epochs,
+        max_minutes=args.max_minutes,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        context=args.context,
+        vocab_size=args.vocab_size,
+        seed=args.seed,
+        resume=args.resume,
+        threads=args.threads,
+        progress=not args.no_progress,
+    )
+    summary = train_lm(cfg)
+    print(
+        json.dumps(summary, sort_keys=True)
+        if args.json
+        else f"{summary['role']} model ({summary['parameters'] / 1e6:.2f}M params) trained {summary['minutes']:.1f} min, "
+        f"final loss {summary['final_loss']:.3f} -> {summary['out']} (loss curve {summary['loss_png']})"
+    )
+    return 0
+
+
 # --- doctor -----------------------------------------------------------------------------------
 PY_DEPS = [
     # (import name, extra that brings it)
@@ -291,6 +355,55 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("dir")
     p.add_argument("--html", help="where to write the HTML page (default DIR/leaderboard.html)")
     p.set_defaults(func=cmd_leaderboard)
+
+    c = sub.add_parser("collect", help="record demonstrations (chat JSONL) and, for LiveWeb, transitions")
+    c.add_argument("env_id")
+    c.add_argument(
+        "--agent", default=None, help="default: oracle (EVMQuest), expert (LiveWeb); or lm, module:Class"
+    )
+    c.add_argument("--epsilon", type=float, default=None, help="exploration rate passed to the agent")
+    c.add_argument("--agent-arg", action="append", metavar="KEY=VALUE", help="agent kwarg (JSON value)")
+    c.add_argument("--env-arg", action="append", metavar="KEY=VALUE", help="gym.make kwarg (JSON value)")
+    c.add_argument("--out", default="data")
+    c.add_argument("--split", help="task list: EVMQuest atomic|composite|all, LiveWeb train|test")
+    c.add_argument("--seeds", help="reset seeds per task, A:B or a,b,c (EVMQuest train instances: >= 100000)")
+    c.add_argument("--episodes", type=int, default=1, help="episodes per task when --seeds is not given")
+    c.add_argument("--seed", type=int, default=None, help="first seed when --seeds is not given")
+    c.add_argument(
+        "--instance-split",
+        choices=("train", "test", "any"),
+        default="train",
+        help="EVMQuest: refuse seeds outside this instance split (default train)",
+    )
+    c.add_argument("--tasks", help="comma-separated task ids (default: the whole split)")
+    c.add_argument("--limit", type=int, help="stop after this many tasks")
+    c.add_argument("--max-steps", type=int, default=30)
+    c.add_argument("--no-progress", action="store_true")
+    c.set_defaults(func=cmd_collect)
+
+    t = sub.add_parser("train", help="train in-repo models")
+    tsub = t.add_subparsers(dest="train_what", required=True, metavar="WHAT")
+    lm = tsub.add_parser(
+        "lm", help="a causal LM (target) on demonstrations, or a draft distilled from a target"
+    )
+    lm.add_argument("--data", required=True, help="demos*.jsonl file or folder (from `lynn collect`)")
+    lm.add_argument("--out", required=True)
+    lm.add_argument("--size", default="small", help="tiny | small | draft (model config preset)")
+    lm.add_argument("--role", choices=("target", "draft"), default="target")
+    lm.add_argument("--teacher", help="draft: the target whose greedy outputs it is trained on")
+    lm.add_argument("--base", help="start from this local HF causal-LM folder (and its tokenizer)")
+    lm.add_argument("--epochs", type=float, default=3.0)
+    lm.add_argument("--max-minutes", type=float, default=None, help="stop training after this many minutes")
+    lm.add_argument("--batch-size", type=int, default=8)
+    lm.add_argument("--lr", type=float, default=1e-3)
+    lm.add_argument("--context", type=int, default=None, help="max tokens per example (default per size)")
+    lm.add_argument("--vocab-size", type=int, default=None)
+    lm.add_argument("--seed", type=int, default=0)
+    lm.add_argument("--threads", type=int, help="torch threads (1 is fastest on a loaded 2-core machine)")
+    lm.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --out")
+    lm.add_argument("--json", action="store_true")
+    lm.add_argument("--no-progress", action="store_true")
+    lm.set_defaults(func=cmd_train_lm)
 
     p = sub.add_parser("doctor", help="check dependencies and print the commands that fix what is missing")
     p.set_defaults(func=cmd_doctor)

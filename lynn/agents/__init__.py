@@ -60,6 +60,7 @@ class Agent(abc.ABC):
 # Name -> "module:Class". Env-specific names (an env's own oracle) go in ENV_AGENTS and win.
 AGENTS: dict[str, str] = {
     "random": "lynn.agents.random_agent:RandomAgent",
+    "lm": "lynn.agents.llm:LMPolicy",
     "linucb": "lynn.agents.linucb:LinUCBAgent",
     "round-robin": "lynn.agents.bandits:RoundRobinAgent",
     "static": "lynn.agents.bandits:StaticRuleAgent",

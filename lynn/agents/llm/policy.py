@@ -1,0 +1,146 @@
+"""``LMPolicy``: an LLM agent for the text envs (EVMQuest, LiveWeb, WebWorldModel).
+
+Each step renders the observation with :func:`lynn.lm.prompts.render` (the same text the demonstrations
+were written with), generates with a :mod:`lynn.lm.backends` generator, and parses the reply
+(:mod:`lynn.agents.llm.parse`). ``act_batch`` serves a whole vector env in one batched generation.
+
+From the command line::
+
+    lynn eval Lynn/EVMQuest-v0 --split atomic --agent lm \\
+        --agent-arg model='"models/lm"' --agent-arg speculative='"mars"' --agent-arg drafter='"prompt_lookup"'
+    lynn eval Lynn/EVMQuest-v0 --agent lm --agent-arg llm_url='"http://127.0.0.1:8000/v1"' --agent-arg model='"NAME"'
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+
+from lynn.agents import Agent
+from lynn.agents.llm.parse import parse_evm_reply, parse_web_reply
+
+EVMQUEST = "Lynn/EVMQuest-v0"
+WEB_IDS = ("Lynn/LiveWeb-v0", "Lynn/WebWorldModel-v0")
+MAX_NEW = {EVMQUEST: 640, "web": 96}
+
+
+class LMPolicy(Agent):
+    """Acts by prompting a language model.
+
+    Args:
+        env: the env (its ``spec.id`` picks the renderer and parser); or pass ``env_id``.
+        model: a local HF causal-LM folder (transformers/vLLM backends) or the endpoint's model name.
+        llm_url: an OpenAI-compatible endpoint (``http://HOST:PORT/v1``); selects the ``openai`` backend.
+        backend: ``transformers`` (default), ``openai`` or ``vllm``.
+        speculative: ``None``, ``strict``, ``mars`` or ``typical`` (transformers backend).
+        drafter: ``prompt_lookup`` or ``draft``; ``draft``: the draft model folder.
+        theta: MARS threshold; gamma: initial draft length.
+        temperature: 0 = greedy; sampling draws from the agent's seed.
+        max_new_tokens: reply budget (default 640 for EVMQuest scripts, 96 for web actions).
+        context: the model's context in tokens (default: the ``lynn_train.json`` context of an in-repo
+            model, else ``max_position_embeddings``); LiveWeb axtrees are cut to fit (see lynn.lm.prompts).
+        style: EVMQuest prompt style, ``compact`` or ``full``.
+        generator: an already built :class:`lynn.lm.backends.Generator` (shared between agents).
+        env_id: the env id when ``env`` is not given (vector envs).
+    """
+
+    name = "lm"
+
+    def __init__(
+        self,
+        env: gym.Env | None = None,
+        model: str | None = None,
+        llm_url: str | None = None,
+        backend: str | None = None,
+        speculative: str | None = None,
+        drafter: str = "prompt_lookup",
+        draft: str | None = None,
+        theta: float = 0.9,
+        gamma: int = 5,
+        temperature: float = 0.0,
+        max_new_tokens: int | None = None,
+        context: int | None = None,
+        style: str = "compact",
+        generator: Any = None,
+        env_id: str | None = None,
+        threads: int | None = None,
+    ) -> None:
+        super().__init__(env)
+        spec_id = env.spec.id if env is not None and env.spec is not None else None
+        self.env_id = (env_id or spec_id or "").removeprefix("lynn:")
+        if self.env_id != EVMQUEST and self.env_id not in WEB_IDS:
+            raise ValueError(
+                f"LMPolicy supports {EVMQUEST} and {', '.join(WEB_IDS)}, not {self.env_id or 'an env without an id'}"
+            )
+        self.temperature = float(temperature)
+        self.style = style
+        self.max_new_tokens = max_new_tokens or MAX_NEW[EVMQUEST if self.env_id == EVMQUEST else "web"]
+        if generator is None:
+            from lynn.lm.backends import make_generator
+
+            spec_kwargs = {"theta": theta, "gamma": gamma}
+            kwargs: dict[str, Any] = {}
+            if (backend or ("openai" if llm_url else "transformers")) == "transformers":
+                kwargs = {
+                    "speculative": speculative,
+                    "drafter": drafter,
+                    "draft": draft,
+                    "spec_kwargs": spec_kwargs,
+                    "threads": threads,
+                }
+            generator = make_generator(model=model, backend=backend, llm_url=llm_url, **kwargs)
+        self.generator = generator
+        self.context = context or self._context(model)
+        self.seed: int | None = None
+        self.calls = 0
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.last_generations: list[Any] = []
+
+    def _context(self, model: str | None) -> int | None:
+        if model and (Path(model) / "lynn_train.json").exists():
+            return int(json.loads((Path(model) / "lynn_train.json").read_text())["context"])
+        return getattr(self.generator, "context", None)
+
+    def reset(self, seed: int | None = None) -> None:
+        self.seed = seed
+
+    def messages(self, obs: dict[str, Any]) -> list[dict[str, str]]:
+        """The chat this policy sends for ``obs`` (LiveWeb pages cut to the context)."""
+        from lynn.lm.prompts import render
+
+        fits = None
+        count = getattr(self.generator, "count_tokens", None)
+        if self.env_id in WEB_IDS and self.context and count is not None:
+            budget = self.context - self.max_new_tokens
+
+            def fits(msgs: list[dict[str, str]]) -> bool:
+                return count(msgs) <= budget
+
+        return render(self.env_id, obs, style=self.style, fits=fits)
+
+    def parse(self, text: str) -> str:
+        return parse_evm_reply(text) if self.env_id == EVMQUEST else parse_web_reply(text)
+
+    def act(self, obs: Any, info: dict[str, Any]) -> str:
+        return self.act_batch([obs], [info])[0]
+
+    def act_batch(self, obs_list: list[Any], infos: list[dict[str, Any]] | None = None) -> list[str]:
+        """Actions for several observations in one batched generation (a vector env's rows)."""
+        prompts = [self.messages(o) for o in obs_list]
+        seed = None if self.seed is None else (self.seed + self.calls) % (2**31)
+        self.calls += 1
+        gens = self.generator.generate(
+            prompts, max_new_tokens=self.max_new_tokens, temperature=self.temperature, seed=seed
+        )
+        self.last_generations = gens
+        for g in gens:
+            self.prompt_tokens += g.prompt_tokens
+            self.completion_tokens += g.completion_tokens
+        return [self.parse(g.text) for g in gens]
+
+    def close(self) -> None:
+        self.generator.close()

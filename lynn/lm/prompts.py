@@ -1,0 +1,126 @@
+"""Observation -> chat messages, one renderer per env; the same text for training data and for acting.
+
+A renderer is a pure function of the observation dict (no env object), so demonstrations written by
+``lynn collect`` and the prompts :class:`lynn.agents.llm.LMPolicy` sends are byte-identical.
+
+**EVMQuest** (``compact`` style, the default for in-repo models): a fixed system message stating the
+script contract, then the instruction, the agent's address, the step, the last result (cut to
+:data:`LAST_RESULT_CHARS`) and the contract names (scripts reach addresses through ``contracts[name]``,
+so addresses are not repeated). ``full`` style sends the env's own ``obs["prompt"]`` (every contract's
+address and functions, ~16k characters) for large models behind an endpoint. The reply is one fenced
+```` ```python ```` block, or ``{"done": true}`` to end a composite task.
+
+**LiveWeb**: a fixed system message listing the action syntax, then goal, URL, title, the last action
+and its error, and the accessibility tree. *Truncation rule*: when the rendered chat does not fit the
+model's context (the caller's ``fits`` predicate, usually "prompt tokens ≤ context − reply budget"),
+the axtree keeps its first lines — the largest prefix of whole lines that fits, found by bisection —
+and a last line ``… (N more lines)`` says how much was cut. The goal and the error are never cut.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+Messages = list[dict[str, str]]
+EVMQUEST = "Lynn/EVMQuest-v0"
+LIVEWEB = "Lynn/LiveWeb-v0"
+WORLDMODEL = "Lynn/WebWorldModel-v0"
+LAST_RESULT_CHARS = 400
+
+EVM_SYSTEM = (
+    "You control an account on an EVM chain. Write Python that defines "
+    "execute_skill(w3, agent_address, contracts) and returns an unsigned transaction "
+    '{"to", "data", "value"} or {"query_result": value}; contracts maps names to addresses. '
+    'Reply with one ```python block. When a multi-step task is finished, reply {"done": true}.'
+)
+WEB_SYSTEM = (
+    "You are a web agent in a browser. Reply with exactly one action, for example "
+    "click('e12'), fill('e7', 'text'), select_option('e3', 'Blue'), press('e7', 'Enter'), "
+    "goto('http://...'), go_back(), scroll(0, 500), send_msg_to_user('answer') or "
+    "report_infeasible('reason'). Element ids are in [brackets] in the page."
+)
+
+
+def _evm_messages(obs: dict[str, Any], style: str = "compact") -> Messages:
+    if style == "full":
+        return [{"role": "user", "content": str(obs["prompt"])}]
+    if style != "compact":
+        raise ValueError(f"unknown EVMQuest prompt style {style!r}; choose compact or full")
+    last = str(obs.get("last_result") or "")[:LAST_RESULT_CHARS]
+    names = ", ".join(obs.get("contracts", {}))
+    user = (
+        f"Task: {obs['instruction']}\n"
+        f"Address: {obs.get('agent_address', '')}\n"
+        f"Step: {int(obs.get('step', 0))}\n"
+        f"Last result: {last or 'none'}\n"
+        f"Contracts: {names}"
+    )
+    return [{"role": "system", "content": EVM_SYSTEM}, {"role": "user", "content": user}]
+
+
+def _web_user(obs: dict[str, Any], axtree_lines: list[str], cut: int) -> str:
+    tree = "\n".join(axtree_lines)
+    if cut:
+        tree += f"\n… ({cut} more lines)"
+    err = str(obs.get("last_action_error") or "")
+    return (
+        f"Goal: {obs.get('goal', '')}\n"
+        f"URL: {obs.get('url', '')}\n"
+        f"Title: {obs.get('title', '')}\n"
+        f"Last action: {obs.get('last_action') or 'none'}\n"
+        + (f"Error: {err}\n" if err else "")
+        + f"Page:\n{tree}"
+    )
+
+
+def _web_messages(obs: dict[str, Any], fits: Callable[[Messages], bool] | None = None) -> Messages:
+    lines = str(obs.get("axtree", "")).splitlines()
+
+    def build(k: int) -> Messages:
+        return [
+            {"role": "system", "content": WEB_SYSTEM},
+            {"role": "user", "content": _web_user(obs, lines[:k], len(lines) - k)},
+        ]
+
+    if fits is None or fits(build(len(lines))):
+        return build(len(lines))
+    lo, hi = 0, len(lines)  # invariant: build(lo) fits or lo == 0; build(hi) does not fit
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if fits(build(mid)):
+            lo = mid
+        else:
+            hi = mid
+    return build(lo)
+
+
+def render(
+    env_id: str,
+    obs: dict[str, Any],
+    *,
+    style: str = "compact",
+    fits: Callable[[Messages], bool] | None = None,
+) -> Messages:
+    """The chat messages (system + user) a model sees for ``obs`` of ``env_id``.
+
+    Args:
+        env_id: ``Lynn/EVMQuest-v0``, ``Lynn/LiveWeb-v0`` or ``Lynn/WebWorldModel-v0``.
+        obs: the env's observation dict.
+        style: EVMQuest only: ``compact`` (default) or ``full`` (the env's own long prompt).
+        fits: LiveWeb only: returns whether a rendering fits the model's context (see module docstring).
+    """
+    env_id = env_id.removeprefix("lynn:")
+    if env_id == EVMQUEST:
+        return _evm_messages(obs, style)
+    if env_id in (LIVEWEB, WORLDMODEL):
+        return _web_messages(obs, fits)
+    raise ValueError(f"no prompt renderer for {env_id!r}; LM agents support {EVMQUEST} and {LIVEWEB}")
+
+
+def evm_reply(script: str) -> str:
+    """The assistant reply for an EVMQuest action: a fenced Python block, or a JSON control message as is."""
+    text = script.strip()
+    if text.startswith("{"):
+        return text
+    return f"```python\n{text}\n```"

@@ -1,0 +1,287 @@
+"""``lynn train lm``: a LLaMA-style causal LM trained in-repo on demonstrations, and its draft.
+
+The **target** is trained on ``lynn collect`` demonstrations (loss on the assistant's reply only) with
+transformers' ``Trainer``: its progress bar, checkpoints and ``resume_from_checkpoint`` are used as
+they are; we add only the data encoding (:func:`lynn.lm.tokenizer.encode_example`), a wall-clock budget
+(``max_minutes``), a loss-curve PNG and a ``lynn_train.json`` summary. The **draft** (for speculative
+decoding) is distilled at the sequence level: the target's greedy replies to the training prompts
+replace the demonstrations' replies, and the draft shares the target's tokenizer (speculative decoding
+needs one vocabulary).
+
+Any local Hugging Face causal-LM folder can stand in for an in-repo model (``--base`` fine-tunes one;
+:mod:`lynn.lm.backends` loads one).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+#: Model presets: hidden size, layers, heads, MLP width, default context, default vocabulary.
+SIZES: dict[str, dict[str, int]] = {
+    "tiny": {"hidden": 64, "layers": 2, "heads": 4, "mlp": 192, "context": 640, "vocab": 1024},
+    "draft": {"hidden": 160, "layers": 2, "heads": 4, "mlp": 448, "context": 768, "vocab": 4096},
+    "base": {"hidden": 256, "layers": 4, "heads": 8, "mlp": 704, "context": 768, "vocab": 4096},
+    "small": {"hidden": 512, "layers": 6, "heads": 8, "mlp": 1408, "context": 1024, "vocab": 4096},
+}
+SUMMARY_FILE = "lynn_train.json"
+
+
+@dataclass
+class TrainConfig:
+    """``lynn train lm`` options.
+
+    Attributes:
+        data: ``demos*.jsonl`` file or folder (train instances only; see :mod:`lynn.lm.data`).
+        out: output folder (``save_pretrained`` model + tokenizer, ``checkpoints/``, ``loss.png``).
+        size: preset in :data:`SIZES`.
+        role: ``target`` (trained on the demonstrations) or ``draft`` (distilled from ``teacher``).
+        teacher: the target folder a draft learns from (its tokenizer is reused).
+        base: fine-tune this local HF causal LM (and its tokenizer) instead of a fresh model.
+        epochs: passes over the data.
+        max_minutes: stop after this much training time (the model so far is saved).
+        batch_size: examples per optimiser step.
+        lr: peak learning rate (linear warm-up 5%, cosine decay).
+        context: max tokens per example (default: the preset's).
+        vocab_size: BPE vocabulary (default: the preset's).
+        seed: seeds data order and initialisation.
+        resume: continue from the newest checkpoint in ``out/checkpoints``.
+        progress: show the progress bar.
+        only_success: train only on steps of successful episodes.
+        threads: torch threads (default ``LYNN_TORCH_THREADS`` or torch's own).
+    """
+
+    data: str
+    out: str
+    size: str = "small"
+    role: str = "target"
+    teacher: str | None = None
+    base: str | None = None
+    epochs: float = 3.0
+    max_minutes: float | None = None
+    batch_size: int = 8
+    lr: float = 1e-3
+    context: int | None = None
+    vocab_size: int | None = None
+    seed: int = 0
+    resume: bool = False
+    progress: bool = True
+    only_success: bool = True
+    threads: int | None = None
+
+
+def model_config(size: str, vocab_size: int, tokenizer: Any) -> Any:
+    from transformers import LlamaConfig
+
+    if size not in SIZES:
+        raise ValueError(f"unknown size {size!r}; choose one of {', '.join(SIZES)}")
+    s = SIZES[size]
+    return LlamaConfig(
+        vocab_size=vocab_size,
+        hidden_size=s["hidden"],
+        intermediate_size=s["mlp"],
+        num_hidden_layers=s["layers"],
+        num_attention_heads=s["heads"],
+        num_key_value_heads=s["heads"],
+        max_position_embeddings=max(2048, s["context"]),
+        rms_norm_eps=1e-5,
+        tie_word_embeddings=True,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
+
+
+class _Collator:
+    """Right-pads ``input_ids``/``labels`` of a batch (training pads right; generation pads left)."""
+
+    def __init__(self, pad_id: int) -> None:
+        self.pad_id = pad_id
+
+    def __call__(self, batch: list[dict[str, list[int]]]) -> dict[str, Any]:
+        import torch
+
+        n = max(len(b["input_ids"]) for b in batch)
+        ids = torch.full((len(batch), n), self.pad_id, dtype=torch.long)
+        labels = torch.full((len(batch), n), -100, dtype=torch.long)
+        mask = torch.zeros((len(batch), n), dtype=torch.long)
+        for i, b in enumerate(batch):
+            k = len(b["input_ids"])
+            ids[i, :k] = torch.tensor(b["input_ids"])
+            labels[i, :k] = torch.tensor(b["labels"])
+            mask[i, :k] = 1
+        return {"input_ids": ids, "labels": labels, "attention_mask": mask}
+
+
+def _distill_replies(teacher_dir: str, demos: list[Any], context: int, progress: bool) -> list[Any]:
+    """The demonstrations with their replies replaced by the teacher's greedy replies."""
+    from lynn.lm.backends import TransformersGenerator
+
+    gen = TransformersGenerator(teacher_dir)
+    prompts = [d.messages[:-1] for d in demos]
+    max_new = min(context, 1 + max(len(gen.tokenizer(d.messages[-1]["content"])["input_ids"]) for d in demos))
+    outs = gen.generate(prompts, max_new_tokens=max_new, temperature=0.0, batch_size=16, progress=progress)
+    distilled = []
+    for d, o in zip(demos, outs, strict=True):
+        msgs = [*d.messages[:-1], {"role": "assistant", "content": o.text}]
+        distilled.append(type(d)(**{**asdict(d), "messages": msgs, "source": f"distilled:{teacher_dir}"}))
+    return distilled
+
+
+def _loss_png(history: list[dict[str, Any]], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pts = [(h["step"], h["loss"]) for h in history if "loss" in h and "step" in h]
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    if pts:
+        ax.plot(*zip(*pts, strict=True), lw=1.5)
+    ax.set_xlabel("optimiser step")
+    ax.set_ylabel("training loss (assistant tokens)")
+    ax.set_yscale("log")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def train_lm(cfg: TrainConfig) -> dict[str, Any]:
+    """Train (or resume) a target or draft model; returns the summary also written to ``lynn_train.json``."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer, TrainerCallback, TrainingArguments
+
+    from lynn.lm.backends import set_threads
+    from lynn.lm.data import read_demos
+    from lynn.lm.tokenizer import chat_texts, encode_example, train_tokenizer
+
+    set_threads(cfg.threads)
+
+    if cfg.role not in ("target", "draft"):
+        raise ValueError("role must be 'target' or 'draft'")
+    if cfg.role == "draft" and not cfg.teacher:
+        raise ValueError("a draft is distilled from a target: pass teacher=DIR (--teacher)")
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    random.seed(cfg.seed)
+    torch.manual_seed(cfg.seed)
+    preset = SIZES.get(cfg.size)
+    if preset is None:
+        raise ValueError(f"unknown size {cfg.size!r}; choose one of {', '.join(SIZES)}")
+    context = cfg.context or preset["context"]
+    demos = read_demos(cfg.data, split="train", only_success=cfg.only_success)
+    if not demos:
+        raise ValueError(f"no training demonstrations in {cfg.data}")
+
+    tok_src = cfg.teacher if cfg.role == "draft" else cfg.base
+    if tok_src:
+        tokenizer = AutoTokenizer.from_pretrained(tok_src)
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        if not tokenizer.chat_template:
+            from lynn.lm.tokenizer import CHAT_TEMPLATE
+
+            tokenizer.chat_template = CHAT_TEMPLATE
+    elif cfg.resume and (out / "tokenizer.json").exists():
+        tokenizer = AutoTokenizer.from_pretrained(out)
+    else:
+        tokenizer = train_tokenizer(chat_texts(demos), vocab_size=cfg.vocab_size or preset["vocab"])
+    tokenizer.padding_side = "left"
+    if cfg.role == "draft":
+        demos = _distill_replies(cfg.teacher, demos, context, cfg.progress)
+
+    examples, dropped = [], 0
+    for d in demos:
+        ex = encode_example(tokenizer, d.messages, context)
+        if ex is None:
+            dropped += 1
+        else:
+            examples.append(ex)
+    if not examples:
+        raise ValueError(
+            f"every demonstration is longer than the context ({context} tokens); raise --context"
+        )
+    random.shuffle(examples)
+
+    if cfg.base and cfg.role == "target":
+        model = AutoModelForCausalLM.from_pretrained(cfg.base)
+    else:
+        model = AutoModelForCausalLM.from_config(model_config(cfg.size, len(tokenizer), tokenizer))
+    n_params = sum(p.numel() for p in model.parameters())
+
+    started = time.monotonic()
+    budget_s = None if cfg.max_minutes is None else cfg.max_minutes * 60
+
+    class _Budget(TrainerCallback):
+        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> Any:
+            if budget_s is not None and time.monotonic() - started > budget_s:
+                control.should_training_stop = True
+                control.should_save = True
+            return control
+
+    steps_per_epoch = math.ceil(len(examples) / cfg.batch_size)
+    args = TrainingArguments(
+        output_dir=str(out / "checkpoints"),
+        per_device_train_batch_size=cfg.batch_size,
+        num_train_epochs=cfg.epochs,
+        learning_rate=cfg.lr,
+        lr_scheduler_type="cosine",
+        warmup_steps=max(1, int(0.05 * steps_per_epoch * cfg.epochs)),
+        weight_decay=0.01,
+        max_grad_norm=1.0,
+        logging_steps=max(1, min(20, steps_per_epoch // 4)),
+        save_strategy="steps",
+        save_steps=max(50, steps_per_epoch),
+        save_total_limit=2,
+        report_to=[],
+        use_cpu=not torch.cuda.is_available(),
+        bf16=False,
+        seed=cfg.seed,
+        data_seed=cfg.seed,
+        disable_tqdm=not cfg.progress,
+        dataloader_num_workers=0,
+        remove_unused_columns=False,
+    )
+    trainer = Trainer(
+        model=model,
+        args=args,
+        train_dataset=examples,
+        data_collator=_Collator(tokenizer.pad_token_id),
+        callbacks=[_Budget()],
+    )
+    ckpts = sorted((out / "checkpoints").glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))
+    trainer.train(resume_from_checkpoint=str(ckpts[-1]) if cfg.resume and ckpts else None)
+    minutes = (time.monotonic() - started) / 60
+
+    model.config.use_cache = True
+    trainer.save_model(str(out))
+    tokenizer.save_pretrained(str(out))
+    history = trainer.state.log_history
+    losses = [h["loss"] for h in history if "loss" in h]
+    _loss_png(history, out / "loss.png", f"{cfg.role} · {cfg.size} · {n_params / 1e6:.2f}M params")
+    summary = {
+        "role": cfg.role,
+        "size": cfg.size,
+        "parameters": n_params,
+        "examples": len(examples),
+        "dropped_too_long": dropped,
+        "context": context,
+        "vocab_size": len(tokenizer),
+        "epochs_done": float(trainer.state.epoch or 0),
+        "steps": int(trainer.state.global_step),
+        "minutes": minutes,
+        "final_loss": float(losses[-1]) if losses else float("nan"),
+        "loss_history": [(h["step"], h["loss"]) for h in history if "loss" in h],
+        "config": asdict(cfg),
+        "out": str(out),
+        "loss_png": str(out / "loss.png"),
+    }
+    (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=1))
+    return summary
