@@ -27,9 +27,11 @@ def env() -> Iterator[LiveWebEnv]:
     e.close()
 
 
-def _run(env: LiveWebEnv, agent, task_id: str, max_steps: int = 30) -> tuple[float, dict, list[str]]:
+def _run(
+    env: LiveWebEnv, agent, task_id: str, max_steps: int = 30, seed: int = 0
+) -> tuple[float, dict, list[str]]:
     obs, info = env.reset(options={"task_id": task_id})
-    agent.reset(seed=0)
+    agent.reset(seed=seed)
     actions = []
     for _ in range(max_steps):
         action = agent.act(obs, info)
@@ -212,8 +214,8 @@ def test_random_agent_acts_on_real_elements_and_rarely_succeeds(env: LiveWebEnv)
     agent = RandomWebAgent(env)
     wins, steps, errors, kinds = 0, 0, 0, set()
     tids = _one_per_template("test")[:12]
-    for tid in tids:
-        reward, info, actions = _run(env, agent, tid, max_steps=10)
+    for i, tid in enumerate(tids):
+        reward, info, actions = _run(env, agent, tid, max_steps=10, seed=i)
         wins += reward > 0
         for a in actions:
             parse_action(a)  # every action is a valid action string
