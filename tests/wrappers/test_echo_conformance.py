@@ -534,6 +534,7 @@ def test_restart_after_a_failed_step_next_step(no_leaks) -> None:
         obs, reward, term, trunc, info = envs.step(np.array([3, 0]))  # env 0's process dies
         assert trunc.tolist() == [True, False] and obs[:, 0].tolist() == [2.0, 3.0]  # its last obs
         assert "died" in info["error"][0]
+        assert envs.get_attr("episode") == (100, 100)  # attributes stay reachable meanwhile
         obs, reward, term, trunc, info = envs.step(np.array([0, 0]))  # the reset step
         assert obs[:, 0].tolist() == [0.0, 4.0] and reward.tolist() == [0.0, 1.0]
         obs, *_ = envs.step(np.array([0, 0]))

@@ -995,7 +995,8 @@ class EchoVectorEnv(gym.vector.VectorEnv):
         for i, message in zip(ids, messages, strict=True):
             command = "step"
             if i in self._reset_next:  # NEXT_STEP after a failure: this step is the reset step
-                self._start_worker(i)
+                if self._pipes[i] is None:
+                    self._start_worker(i)
                 self._reset_next.discard(i)
                 command = "reset"
             pipe = self._pipes[i]
@@ -1141,6 +1142,8 @@ class EchoVectorEnv(gym.vector.VectorEnv):
             raise ValueError(f"env indices {bad} out of range for {self.num_envs} envs")
         ids = [i % self.num_envs for i in ids]  # negative indices count from the end, as in SB3
         for i in ids:
+            if i in self._reset_next and self._pipes[i] is None:
+                self._start_worker(i)  # restarted after a failure; its reset comes with the next step
             if i in self._pending or i in self._ready:
                 raise AlreadyPendingCallError(
                     f"env {i} has a step in flight or unreturned; recv() it first", what
