@@ -46,6 +46,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gamma", type=int, default=5, help="our initial draft length")
     parser.add_argument("--lookup-k", type=int, default=10, help="HF prompt_lookup_num_tokens")
     parser.add_argument("--theta", type=float, default=0.9, help="MARS threshold")
+    parser.add_argument(
+        "--draft-confidence", type=float, default=0.0, help="our draft stops below this probability (0 = off)"
+    )
     parser.add_argument("--repeats", type=int, default=1, help="rounds (methods take turns; best wall kept)")
     parser.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0 = torch's default)")
     parser.add_argument("--raw", action="store_true", help="encode prompts as-is (no chat template)")
@@ -231,7 +234,10 @@ def _methods(args: argparse.Namespace, target: Any, draft: Any, pad: int, eos: s
 
     def spec(drafter: str, rule: str):
         def go(ps: list[list[int]]):
-            d = DraftModelDrafter(draft, pad_token_id=pad) if drafter == "draft" else PromptLookupDrafter()
+            if drafter == "draft":
+                d = DraftModelDrafter(draft, pad_token_id=pad, min_confidence=args.draft_confidence)
+            else:
+                d = PromptLookupDrafter()
             cfg = SpecConfig(rule=rule, gamma=args.gamma, theta=args.theta)
             return ours_spec(
                 target, ps, d, max_new_tokens=new, eos_token_id=eos_ids, config=cfg, pad_token_id=pad
@@ -436,7 +442,7 @@ def run(args: argparse.Namespace) -> int:
         "target_params": sum(p.numel() for p in target.parameters()),
         "draft_params": sum(p.numel() for p in draft.parameters()),
         "max_new_tokens": args.max_new_tokens, "gamma": args.gamma, "theta": args.theta,
-        "lookup_k": args.lookup_k, "repeats": args.repeats, "threads": torch.get_num_threads(),
+        "lookup_k": args.lookup_k, "draft_confidence": args.draft_confidence, "repeats": args.repeats, "threads": torch.get_num_threads(),
         "torch": torch.__version__, "transformers": transformers.__version__,
         "machine": platform.platform(), "time": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()),
     }  # fmt: skip

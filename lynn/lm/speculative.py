@@ -78,8 +78,9 @@ class SpecConfig:
             after a rejection (per row, within ``[gamma_min, gamma_max]``); else γ stays fixed.
         gamma_min: Lower bound of the adaptive γ.
         gamma_max: Upper bound of the adaptive γ.
-        theta: MARS threshold: relax where the target's top-2 ratio ``r > theta``. With ``r ≤ 1``
-            (both ratios below), any ``theta >= 1`` makes MARS exactly strict.
+        theta: MARS threshold: relax where the target's top-2 ratio ``r > theta``. With the
+            ``"auto"`` and ``"prob"`` ratios ``r ≤ 1``, so any ``theta >= 1`` makes MARS exactly
+            strict (with ``"logit"`` only when all top logits are positive).
         mars_ratio: How MARS measures the margin between the target's top-1 and top-2 logits
             z1 ≥ z2. ``"logit"`` is the paper's ``z2 / z1``; it is only meaningful for z1 > 0:
             when z1 ≤ 0 the ratio is ≥ 1 (the reference code then relaxes everywhere, a quirk),
@@ -438,11 +439,16 @@ class DraftModelDrafter:
     Args:
         model: The draft model (same vocabulary ids as the target).
         pad_token_id: Filler id for ragged blocks.
+        min_confidence: A row stops drafting after a token the draft gave probability below this
+            (its own argmax probability when greedy); the batch stops when every row has. 0 = off:
+            the adaptive γ alone sets the length. Like HF's ``assistant_confidence_threshold``,
+            it saves draft forwards where the draft is unsure and likely to be rejected.
     """
 
-    def __init__(self, model: PreTrainedModel, pad_token_id: int = 0) -> None:
+    def __init__(self, model: PreTrainedModel, pad_token_id: int = 0, min_confidence: float = 0.0) -> None:
         self.model = model
         self.pad_token_id = pad_token_id
+        self.min_confidence = min_confidence
         self.cache: RaggedCache | None = None
         self.forwards = 0
 
@@ -465,7 +471,7 @@ class DraftModelDrafter:
         top_p: float,
         generator: torch.Generator | None,
     ) -> Proposal:
-        """Run ``max(counts)`` draft forwards (the first one also catches up with the context)."""
+        """Up to ``max(counts)`` draft forwards (the first one also catches up with the context)."""
         import torch
 
         if self.cache is None:
@@ -476,23 +482,25 @@ class DraftModelDrafter:
         cache.finish_rollback()
         tokens: list[list[int]] = [[] for _ in range(B)]
         probs: list[list[torch.Tensor]] = [[] for _ in range(B)]
-        want = max(counts, default=0)
-        with torch.inference_mode():
-            for step in range(want):
-                z = cache.feed(new)
-                self.forwards += 1
-                if temperature > 0:
-                    p = _probs(z, temperature, top_p)
-                    nxt = torch.multinomial(p, 1, generator=generator).squeeze(-1).tolist()
-                else:
-                    nxt = z.argmax(-1).tolist()
-                for i in range(B):
-                    if step < counts[i]:
-                        tokens[i].append(nxt[i])
-                        if temperature > 0:
-                            probs[i].append(p[i])
-                if step + 1 < want:
-                    new = [[t] for t in nxt]
+        live = [c > 0 for c in counts]
+        while any(live):
+            z = cache.feed(new)
+            self.forwards += 1
+            p = _probs(z, temperature, top_p) if temperature > 0 else None
+            if p is not None:
+                nxt = torch.multinomial(p, 1, generator=generator).squeeze(-1).tolist()
+                conf = p.gather(-1, torch.tensor(nxt)[:, None]).squeeze(-1).tolist()
+            else:
+                top = torch.softmax(z, -1).max(-1) if self.min_confidence > 0 else None
+                nxt = z.argmax(-1).tolist()
+                conf = top.values.tolist() if top is not None else [1.0] * B
+            for i in range(B):
+                if live[i]:
+                    tokens[i].append(nxt[i])
+                    if p is not None:
+                        probs[i].append(p[i])
+                    live[i] = len(tokens[i]) < counts[i] and conf[i] >= self.min_confidence
+            new = [[t] for t in nxt]
         return Proposal(
             tokens=tokens,
             probs=[torch.stack(q) if q else None for q in probs] if temperature > 0 else [None] * B,

@@ -99,12 +99,15 @@ def load_prompts() -> tuple[list[str], list[str]]:
     """(prompts to decode from, training texts): the lead's real env prompts when present."""
     docs = synthetic_docs(400, seed=0)
     train = [p + a for p, a in docs]
+    prompts: list[str] = []
     if PROMPTS_FILE.exists():
         rows = [json.loads(line) for line in PROMPTS_FILE.read_text().splitlines() if line.strip()]
-        prompts = [r["prompt"] for r in rows]
+        prompts = [
+            r["prompt"] if "prompt" in r else "\n".join(m["content"] for m in r["messages"]) for r in rows
+        ]
         train += prompts
-    else:
-        prompts = [p for p, _ in synthetic_docs(52, seed=1)]
+    # At least 52 prompts: top up with synthetic ones when the file has fewer (or is missing).
+    prompts += [p for p, _ in synthetic_docs(max(0, 52 - len(prompts)), seed=1)]
     return prompts, train
 
 
@@ -213,6 +216,14 @@ def test_adaptive_gamma_fixed_gamma_and_config_errors(lm, ref):
                                           eos_token_id=None, config=cfg)  # fmt: skip
         assert out == ref[:8]
         assert max(stats.accepted_lengths) <= cfg.gamma
+    # Drafting stops early where the draft is unsure: fewer draft forwards, same output.
+    full = speculative_generate(
+        target, ids[:8], DraftModelDrafter(draft), max_new_tokens=NEW, eos_token_id=None
+    )
+    sure = speculative_generate(target, ids[:8], DraftModelDrafter(draft, min_confidence=0.6), max_new_tokens=NEW,
+                                eos_token_id=None)  # fmt: skip
+    assert full[0] == sure[0] == ref[:8]
+    assert sure[1].draft_forwards < full[1].draft_forwards
     with pytest.raises(ValueError, match="rule"):
         SpecConfig(rule="lenient")
     with pytest.raises(ValueError, match="gamma"):
@@ -423,6 +434,7 @@ def test_mars_differs_from_greedy_only_at_logged_positions(lm, ref):
     cfg = SpecConfig(rule="mars", theta=0.9)
     out: list[list[int]] = []
     positions: set[tuple[int, int]] = set()
+    ids = ids[:24]
     for b, chunk in enumerate(batches(ids, 8)):
         o, s = speculative_generate(target, chunk, DraftModelDrafter(draft), max_new_tokens=NEW, eos_token_id=None,
                                     config=cfg)  # fmt: skip
