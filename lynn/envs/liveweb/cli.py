@@ -11,7 +11,7 @@ from lynn.errors import UsageError
 
 
 def register(sub: Any) -> None:
-    """Add the ``sites`` and ``bench liveweb`` subcommands to the ``lynn`` parser."""
+    """Add ``lynn sites serve`` to the ``lynn`` parser (listed in :data:`lynn.cli.COMMANDS`)."""
     p = sub.add_parser("sites", help="the bundled LiveWeb sites (shop, forum, admin)")
     sp = p.add_subparsers(dest="sites_command", required=True, metavar="ACTION")
     s = sp.add_parser("serve", help="serve the bundled sites until Ctrl-C")
