@@ -190,7 +190,7 @@ def _find_anvil() -> Tool:
         return hit
     exe = "anvil.exe" if sys.platform == "win32" else "anvil"
     native_pkg = f"@foundry-rs/anvil-{_anvil_platform()}"
-    node = shutil.which("node") or shutil.which("nodejs")
+    node = _find_node().path  # the .bin shim is a node script
     for d in node_modules_dirs():
         native = d / native_pkg / "bin" / exe
         searched.append(str(native))
