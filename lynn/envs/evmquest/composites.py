@@ -137,6 +137,14 @@ SWAP_TE = (
     ["uint256", "uint256", "address[]", "address", "uint256"],
 )
 WITHDRAW = ("withdraw(uint256)", ["uint256"])
+ADD_ETH = (
+    "addLiquidityETH(address,uint256,uint256,uint256,address,uint256)",
+    ["address", "uint256", "uint256", "uint256", "address", "uint256"],
+)
+ADD_TT = (
+    "addLiquidity(address,address,uint256,uint256,uint256,uint256,address,uint256)",
+    ["address", "address", "uint256", "uint256", "uint256", "uint256", "address", "uint256"],
+)
 
 
 def swaps_value(v: Ctx, sig: tuple[str, list[str]]) -> list[tuple[int, Any]]:
@@ -338,7 +346,7 @@ comp(
             v.delta("lp_farm_staked") > 0 and v.delta("pair_wrapped_stable") == 0,
             f"LP balance delta {v.delta('pair_wrapped_stable')}",
         ),
-        c_close("native_deposited", 30, -(v.delta("native") + fees(v)), wei(v.params["amount"]), 1e-2),
+        c_close("native_deposited", 30, -(v.delta("native") + fees(v)), wei(v.params["amount"]), 0),
     ],
 )
 comp(
@@ -350,8 +358,8 @@ comp(
     ],
     lambda v: [
         c_true("lp_minted", 50, v.delta("pair_stable_stable2") > 0),
-        c_close("stable_deposited", 25, -v.delta("stable"), wei(v.params["amount"]), 2e-2),
-        c_close("stable2_deposited", 25, -v.delta("stable2"), wei(v.params["amount"]), 2e-2),
+        c_close("stable_deposited", 25, -v.delta("stable"), wei(v.params["amount"]), 0),
+        c_close("stable2_deposited", 25, -v.delta("stable2"), wei(v.params["amount"]), 0),
     ],
 )
 comp(
@@ -580,15 +588,10 @@ comp(
     ],
     lambda v: [
         c_true(
-            "added",
+            "added_asked_amount",
             25,
-            bool(
-                calls(
-                    v,
-                    "addLiquidityETH(address,uint256,uint256,uint256,address,uint256)",
-                    ["address", "uint256", "uint256", "uint256", "address", "uint256"],
-                )
-            ),
+            any(val == wei(v.params["amount"]) for val, _ in swaps_value(v, ADD_ETH)),
+            f"addLiquidityETH values {[val for val, _ in swaps_value(v, ADD_ETH)]}",
         ),
         c_true(
             "removed",
@@ -643,7 +646,7 @@ comp(
     lambda v: [
         c_true("lp_staked", 40, v.delta("lp_farm_staked") > 0),
         c_true("all_new_lp_staked", 20, v.delta("pair_wrapped_stable") == 0),
-        c_close("wrapped_used", 20, -(v.delta("native") + fees(v)), wei(v.params["amount"]), 1e-2),
+        c_close("wrapped_used", 20, -(v.delta("native") + fees(v)), wei(v.params["amount"]), 0),
         c_all_ok(v, 20),
     ],
 )
@@ -990,7 +993,7 @@ comp(
 def _split_checks(v: Ctx) -> list[Check]:
     share = wei(v.params["amount"]) // 3
     return [
-        *(c_close(f"{r}_share", 30, v.delta(f"{r}_token"), share, 1e-3) for r in ("r1", "r2", "r3")),
+        *(c_close(f"{r}_share", 30, v.delta(f"{r}_token"), share, 0) for r in ("r1", "r2", "r3")),
         c_all_ok(v, 10),
     ]
 
@@ -1047,12 +1050,7 @@ comp(
         s_add_eth(n, "gov", p["amount2"]),
         s_add_tokens(n, "stable", "stable2", p["amount3"], False),
     ],
-    lambda v: [
-        c_true("wrapped_stable_lp", 30, v.delta("pair_wrapped_stable") > 0),
-        c_true("wrapped_gov_lp", 30, v.delta("pair_wrapped_gov") > 0),
-        c_true("stable_stable2_lp", 30, v.delta("pair_stable_stable2") > 0),
-        c_all_ok(v, 10),
-    ],
+    lambda v: _triple_checks(v),
 )
 comp(
     "composite_unstake_harvest_query",
@@ -1088,7 +1086,7 @@ comp(
     ],
     lambda v: [
         c_true("lp_minted", 50, v.delta("pair_wrapped_stable") > 0),
-        c_close("native_used", 30, -(v.delta("native") + fees(v)), wei(v.params["amount"]), 1e-2),
+        c_close("native_used", 30, -(v.delta("native") + fees(v)), wei(v.params["amount"]), 0),
         c_all_ok(v, 20),
     ],
 )
@@ -1100,11 +1098,38 @@ comp(
         s_swap_tokens(n, ["wrapped", p["path"][-1]], wei_lit(p["amount"])),
     ],
     lambda v: [
-        c_true("wrapped_spent_in_swap", 30, v.delta("wrapped") == 0),
+        c_true("wrapped_spent_in_swap", 20, v.delta("wrapped") == 0),
+        c_close("native_wrapped", 20, -(v.delta("native") + fees(v)), wei(v.params["amount"]), 0),
         c_close("received", 40, v.delta(v.params["path"][-1]), v.before["quote_out"], 2e-2),
-        c_all_ok(v, 30),
+        c_all_ok(v, 20),
     ],
 )
+
+
+def _triple_checks(v: Ctx) -> list[Check]:
+    adds = swaps_value(v, ADD_ETH)
+
+    def added_eth(role: str, amount: str) -> bool:
+        return any(val == wei(amount) and a[0].lower() == v.addr(role).lower() for val, a in adds)
+
+    tokens = calls(v, *ADD_TT)
+    stable, stable2 = v.addr("stable").lower(), v.addr("stable2").lower()
+    want3 = wei(v.params["amount3"])
+    added_tt = any(
+        {a[0].lower(), a[1].lower()} == {stable, stable2} and want3 in (a[2], a[3]) for a in tokens
+    )
+    return [
+        c_true(
+            "wrapped_stable_lp",
+            30,
+            v.delta("pair_wrapped_stable") > 0 and added_eth("stable", v.params["amount1"]),
+        ),
+        c_true(
+            "wrapped_gov_lp", 30, v.delta("pair_wrapped_gov") > 0 and added_eth("gov", v.params["amount2"])
+        ),
+        c_true("stable_stable2_lp", 30, v.delta("pair_stable_stable2") > 0 and added_tt),
+        c_all_ok(v, 10),
+    ]
 
 
 def _cycle_checks(v: Ctx) -> list[Check]:

@@ -251,3 +251,158 @@ def mutant_steps(
     if op == "drop_steps":
         return [s for i, s in enumerate(scripts) if i not in set(rule["indices"])]
     return logic.steps(mutate(instance, rng), names, before)
+
+
+# ----------------------------------------------------------------------------- generic mutants
+AMOUNT_FACTORS = ("1.02", "0.98", "1.0005", "0.9995")
+
+ANSWER_WRAPPER = """
+
+_oracle_skill = execute_skill
+
+
+def _mutate_answer(value):
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return {const}
+    if isinstance(value, str):
+        return "0x0000000000000000000000000000000000000000" if value.startswith("0x") else ""
+    if isinstance(value, dict):
+        return {{k: _mutate_answer(v) for k, v in value.items()}}
+    return value
+
+
+def _spray(value):
+    if isinstance(value, dict):
+        return {{**value, **{{f"{{k}}_alt": v for k, v in value.items()}}}}
+    if isinstance(value, int) and not isinstance(value, bool):
+        return [value - 1, value, value + 1]
+    return [value, value]
+
+
+def execute_skill(w3, agent_address, contracts):
+    out = _oracle_skill(w3, agent_address, contracts)
+    if isinstance(out, dict) and "query_result" in out:
+        return {{"query_result": {how}(out["query_result"])}}
+    return out
+"""
+
+WRONG_TOKEN_WRAPPER = """
+
+_oracle_skill = execute_skill
+_SWAP = {swap!r}
+
+
+def execute_skill(w3, agent_address, contracts):
+    tx = _oracle_skill(w3, agent_address, contracts)
+    by_address = {{contracts[a].lower(): contracts[b] for a, b in _SWAP.items()}}
+    if isinstance(tx, dict) and str(tx.get("to", "")).lower() in by_address:
+        tx["to"] = by_address[str(tx["to"]).lower()]
+    return tx
+"""
+
+EXTRA_STEP = (
+    "def execute_skill(w3, agent_address, contracts):\n"
+    "    w3.eth.get_balance(agent_address)  # a redundant read: one more round, nothing reported\n"
+    '    return {"query_result": {}}\n'
+)
+
+
+def _scaled(value: Any, factor: str) -> Any:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return value + (1 if Decimal(factor) > 1 else -1)
+    return str(Decimal(str(value)) * Decimal(factor))
+
+
+def _solve(
+    instance: TaskInstance, names: dict[str, str], before: dict[str, Any], params: dict[str, Any]
+) -> list[str]:
+    from lynn.envs.evmquest.logic import LOGIC
+
+    logic = LOGIC[instance.task_id]
+    if logic.steps is None:
+        return [logic.script(params, names)]
+    return logic.steps(params, names, before)
+
+
+def generic_mutants(
+    instance: TaskInstance, names: dict[str, str], before: dict[str, Any], rng: np.random.Generator
+) -> list[tuple[str, list[str]]]:
+    """Broken solutions of every task, by name (each must fail; see :func:`extra_step_solution`).
+
+    The task's own ``mutant`` rule, then: every amount (and percentage) scaled by ±2% and
+    ±0.05% (integer counts ±1); each recipient/spender/operator replaced by a fresh address and
+    each account flipped; each token choice replaced by another; transactions sent to another
+    token contract of the same kind; answers replaced by constants (0 or the agent's genesis
+    balance; zero address; empty text) or sprayed (several candidates, or extra fields); each
+    approve step of a composite skipped.
+    """
+    from lynn.envs.evmquest.logic import LOGIC
+    from lynn.envs.evmquest.world import AGENT_NATIVE
+
+    spec = instance.spec
+    params = instance.params
+    out: list[tuple[str, list[str]]] = [("task_rule", mutant_steps(instance, names, before, rng))]
+    amount_keys = [k for k in params if k.startswith("amount") or k == "percent"]
+    if amount_keys:
+        for factor in AMOUNT_FACTORS:
+            bad = dict(params)
+            for key in amount_keys:
+                bad[key] = _scaled(params[key], factor)
+            out.append((f"amount_x{factor}", _solve(instance, names, before, bad)))
+    answer = LOGIC[instance.task_id].answer
+    for key, rule in spec.params.items():
+        if answer is not None and answer.kind == "bool" and rule["rule"] == "fresh_address":
+            continue  # asking about any other address answers "no": right by chance half the time
+        if rule["rule"] == "fresh_address":
+            bad = {**params, key: _fresh_address(rng)}
+            out.append((f"wrong_{key}", _solve(instance, names, before, bad)))
+        elif rule["rule"] == "account":
+            from lynn.envs.evmquest.world import AGENT, FRIEND
+
+            other = FRIEND.address if params[key] == AGENT.address else AGENT.address
+            out.append((f"wrong_{key}", _solve(instance, names, before, {**params, key: other})))
+        elif rule["rule"] == "token" and len(rule["values"]) > 1:
+            others = [v for v in rule["values"] if v != params[key]]
+            bad = {**params, key: others[int(rng.integers(len(others)))]}
+            out.append((f"wrong_{key}", _solve(instance, names, before, bad)))
+    scripts = _solve(instance, names, before, params)
+    # Not a permutation: a composite's approvals must not all land on some token anyway.
+    swap = {
+        names["stable"]: names["gov"],
+        names["stable2"]: names["gov"],
+        names["gov"]: names["stable"],
+    }
+    targets = [f"contract(address=contracts[{names[r]!r}]" for r in ("stable", "stable2", "gov")]
+    hits = ['"query_result"' not in s and any(t in s for t in targets) for s in scripts]
+    if any(hits):
+        wrapper = WRONG_TOKEN_WRAPPER.format(swap=swap)
+        fixed = [s + wrapper if hit else s for s, hit in zip(scripts, hits, strict=True)]
+        out.append(("wrong_token_contract", fixed))
+    if spec.split == "atomic" and answer is None:
+        out.append(("wrong_target", [scripts[0] + MUTANT_WRAPPERS["wrong_target"]]))
+    if answer is not None:
+        variants = {"spray": ANSWER_WRAPPER.format(const=0, how="_spray")}
+        if answer.kind != "bool":
+            variants["const_zero"] = ANSWER_WRAPPER.format(const=0, how="_mutate_answer")
+            variants["const_genesis_balance"] = ANSWER_WRAPPER.format(
+                const=AGENT_NATIVE * 10**18, how="_mutate_answer"
+            )
+        for name, wrapper in variants.items():
+            out.append((f"answer_{name}", [s + wrapper if '"query_result"' in s else s for s in scripts]))
+    if spec.split == "composite":
+        for i, s in enumerate(scripts):
+            if '"approve", args=' in s:
+                out.append((f"skip_approve_step_{i}", scripts[:i] + scripts[i + 1 :]))
+    return out
+
+
+def extra_step_solution(
+    instance: TaskInstance, names: dict[str, str], before: dict[str, Any]
+) -> tuple[list[str], float]:
+    """A composite's oracle with one redundant round appended, and the factor it must score."""
+    scripts = _solve(instance, names, before, instance.params)
+    return [*scripts, EXTRA_STEP], instance.spec.optimal_steps / (len(scripts) + 1)
