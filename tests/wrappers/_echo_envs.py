@@ -277,3 +277,30 @@ class WideText(spaces.Text):
 
     def contains(self, x: Any) -> bool:
         return isinstance(x, str) and len(x) <= self.max_length + 2
+
+
+class HelperProcessEnv(FaultEnv):
+    """A FaultEnv that starts a helper process (like a browser or a chain node) and never stops it."""
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        import subprocess
+
+        if not hasattr(self, "helper"):
+            self.helper = subprocess.Popen(["sleep", "300"])
+        obs, info = super().reset(seed=seed, options=options)
+        return obs, {**info, "helper_pid": self.helper.pid}
+
+
+class FlakyResetEnv(FaultEnv):
+    """The first reset ever (across processes, marked by a file) fails; later ones work."""
+
+    def __init__(self, marker: str) -> None:
+        super().__init__()
+        self.marker = marker
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        if not os.path.exists(self.marker):
+            open(self.marker, "w").close()
+            raise RuntimeError("first reset fails")
+        obs, info = super().reset(seed=seed, options=options)
+        return obs + (seed or 0), {**info, "seed": seed}

@@ -38,7 +38,16 @@ from lynn.wrappers.echo.vector import (
     _layout_kinds,
 )
 from tests.conftest import _descendants
-from tests.wrappers._echo_envs import AnyText, CountEnv, FaultEnv, SlowEnv, SpaceEnv, WideText
+from tests.wrappers._echo_envs import (
+    AnyText,
+    CountEnv,
+    FaultEnv,
+    FlakyResetEnv,
+    HelperProcessEnv,
+    SlowEnv,
+    SpaceEnv,
+    WideText,
+)
 
 KINDS = ["async", "echo"]
 MODES = [AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP]
@@ -411,6 +420,34 @@ def test_hung_env_is_killed_and_the_others_keep_working(no_leaks) -> None:
         t = time.monotonic()
         envs.close()
         assert time.monotonic() - t < 5
+
+
+def test_killing_a_hung_env_also_stops_what_it_started(no_leaks) -> None:
+    envs = EchoVectorEnv([HelperProcessEnv] * 2, timeout=0.5, on_error="restart")
+    try:
+        _, info = envs.reset(seed=0)
+        helper = int(info["helper_pid"][0])
+        assert _alive(helper)
+        _, _, _, trunc, info = envs.step(np.array([2, 0]))
+        assert trunc.tolist() == [True, False] and info["helper_pid"][0] != helper
+        deadline = time.time() + 5
+        while _alive(helper) and time.time() < deadline:
+            time.sleep(0.05)
+        assert not _alive(helper)  # the hung env's helper went with its worker's process group
+    finally:
+        envs.close()
+
+
+def test_failed_reset_is_retried_with_the_same_seed(tmp_path, no_leaks) -> None:
+    marker = str(tmp_path / "first-reset-done")
+    envs = EchoVectorEnv([functools.partial(FlakyResetEnv, marker)] * 2, on_error="restart")
+    try:
+        obs, info = envs.reset(seed=[5, 7])
+        failed = int(np.flatnonzero(info["_error"])[0])
+        assert "first reset fails" in info["error"][failed] and envs.restarts == 1
+        assert obs[:, 0].tolist() == [5.0, 7.0] and info["seed"].tolist() == [5, 7]
+    finally:
+        envs.close()
 
 
 def test_close_does_not_wait_for_ever_on_a_hung_env(no_leaks) -> None:

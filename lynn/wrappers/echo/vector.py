@@ -369,19 +369,25 @@ def _load_exc(error: dict[str, Any] | None) -> BaseException | None:
 
 
 def _kill(proc: Any, grace: float) -> None:
-    """SIGTERM (the worker closes its env), then SIGKILL of its process group after ``grace``."""
+    """SIGTERM (the worker closes its env), then SIGKILL of its process group after ``grace``.
+
+    The group is killed even when the worker exited by itself: what its env started and did not
+    stop (a helper process of a hung env) must not outlive it. The group id is the worker's pid,
+    which the kernel does not reuse while the group has members.
+    """
     if proc is None:
         return
     if proc.is_alive():
         proc.terminate()
         proc.join(timeout=grace)
-    if proc.is_alive() and proc.pid is not None:
+    if proc.is_alive():
+        proc.kill()
+    proc.join(timeout=5)
+    if proc.pid is not None:
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except (OSError, ProcessLookupError):
             pass
-        proc.kill()
-    proc.join(timeout=5)
 
 
 def _shutdown(procs: list[Any], pipes: list[Any], grace: float) -> None:
