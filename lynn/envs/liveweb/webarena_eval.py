@@ -26,6 +26,8 @@ stricter). What WebArena does, and so what this module does:
   API are supported, parsed (never evaluated): ``reddit_get_post_url('__last_url__')`` for URLs and
   ``gitlab_get_project_memeber_role(__page__, 'name')`` for locators; any other is reported when the
   file is loaded.
+- Our extension types (``db_check``, ``page_list``) have no WebArena counterpart and are scored by our
+  rules in this mode too, so the bundled tasks can be run with ``evaluation="webarena"``.
 - The answer of an episode that ends without one is WebArena's: ``"Early stop: Reach max steps N"`` at
   truncation, ``"N/A"`` for ``report_infeasible`` (BrowserGym's mapping), ``""`` otherwise.
 """
@@ -43,6 +45,7 @@ from urllib.parse import parse_qs, urlparse
 from lynn.envs.liveweb.evaluators import EvalContext, fill_placeholders
 
 WEBARENA_EVAL_TYPES = ("string_match", "url_match", "program_html")
+EXTENSION_TYPES = ("db_check", "page_list")  # our types; scored by our rules in either mode
 URL_FUNCS = ("reddit_get_post_url",)
 LOCATOR_FUNCS = ("gitlab_get_project_memeber_role",)
 
@@ -345,6 +348,10 @@ def evaluate(
             if read is None:
                 return 0.0, ["program_html needs a browser page"]
             s, note = program_html(task, ctx, read)
+        elif kind in EXTENSION_TYPES:  # ours, not WebArena's: there is no WebArena rule to follow
+            from lynn.envs.liveweb.evaluators import EVALUATORS
+
+            s, note = EVALUATORS[kind](task.get("eval") or {}, ctx)
         else:
             raise ValueError(f"eval_type {kind} is not supported")
         score *= s

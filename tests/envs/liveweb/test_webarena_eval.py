@@ -564,3 +564,27 @@ def test_llm_judge_over_an_openai_compatible_endpoint() -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_bundled_tasks_run_with_webarenas_rules() -> None:
+    """Our extension types keep our rules; WebArena's types get its rules; the expert still solves them."""
+    from lynn.agents.web_expert import WebExpert
+
+    env = LiveWebEnv(evaluation="webarena")
+    try:
+        agent = WebExpert(env)
+        for tid in (
+            "shop.product_price.1",
+            "admin.orders_filtered.3",
+            "shop.buy_express.0",
+            "forum.create_post.0",
+        ):
+            obs, info = env.reset(options={"task_id": tid})
+            agent.reset(seed=0)
+            for _ in range(30):
+                obs, reward, terminated, truncated, info = env.step(agent.act(obs, info))
+                if terminated or truncated:
+                    break
+            assert reward == 1.0, (tid, info.get("eval"))
+    finally:
+        env.close()

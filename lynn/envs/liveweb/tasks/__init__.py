@@ -125,6 +125,7 @@ def check_tasks(
     """
     from lynn.envs.liveweb.evaluators import EVAL_TYPES
     from lynn.envs.liveweb.webarena_eval import (
+        EXTENSION_TYPES,
         LOCATOR_FUNCS,
         URL_FUNCS,
         WEBARENA_EVAL_TYPES,
@@ -133,7 +134,7 @@ def check_tasks(
     )
 
     webarena = evaluation == "webarena"
-    types_ok = WEBARENA_EVAL_TYPES if webarena else EVAL_TYPES
+    types_ok = WEBARENA_EVAL_TYPES + EXTENSION_TYPES if webarena else EVAL_TYPES
     errors: list[str] = []
     warns: list[str] = []
     for t in tasks:

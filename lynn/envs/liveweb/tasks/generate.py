@@ -648,7 +648,13 @@ def t_create(db, rng):
                     [u["id"], s, title, body],
                     1,
                     "new post",
-                    html=[{"url": "last", "locator": "h1", "required_contents": {"exact_match": title}}],
+                    html=[
+                        {
+                            "url": "last",
+                            "locator": "document.querySelector('h1').outerText",
+                            "required_contents": {"exact_match": title},
+                        }
+                    ],
                 ),
                 "expert": [
                     click("link", "New post"),
