@@ -22,7 +22,11 @@ PAGES = {
 <p id="got">no file</p>
 <label>Colour <select id="c"><option>red</option><option>green</option></select></label>
 <label>Note <input id="note" onkeyup="document.getElementById('typed').textContent = this.value"></label>
-<p id="typed">nothing typed</p>""",
+<p id="typed">nothing typed</p>
+<button draggable="true" ondragstart="event.dataTransfer.setData('text/plain', 'x')">Drag me</button>
+<section aria-label="Drop zone" style="width:200px;height:60px;border:1px solid #999"
+ ondragover="event.preventDefault()" ondrop="event.preventDefault(); document.getElementById('dropped').textContent = 'dropped it'">Drop here</section>
+<p id="dropped">not dropped</p>""",
     "/wa": """<!doctype html><title>WA</title><h1 id="t">Tom &amp; Jerry&#39;s  Shop</h1>
 <p class="price">Price: $1,000.00</p><div id="hidden" style="display:none">secret note</div>
 <ul><li>alpha</li><li>beta</li></ul><span id="n"></span>""",

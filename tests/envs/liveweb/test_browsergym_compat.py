@@ -196,3 +196,21 @@ def test_browsergym_defaults_and_file_upload(lab: LabServer) -> None:
         assert isinstance(obs["active_page_index"], np.ndarray)
     finally:
         env.close()
+
+
+def test_drag_and_drop_and_upload_by_coordinates(lab: LabServer) -> None:
+    task = {**LAB_TASKS[0], "task_id": "lab.form", "start_url": "__LAB__/form"}
+    env = LiveWebEnv(tasks=[task], sites={"lab": lab.url}, obs_format="browsergym", noop_wait_ms=0)
+    try:
+        obs, _ = env.reset(seed=0)
+        src = BrowserGymStyleAgent.find(obs, "button", "Drag me")
+        dst = BrowserGymStyleAgent.find(obs, "region", "Drop zone")
+        obs, _, _, _, info = env.step(f"drag_and_drop('{src}', '{dst}')")
+        assert not info["error"] and "dropped it" in obs["axtree"]
+        (Path(env.browser.upload_dir) / "photo.png").write_bytes(b"png")
+        attach = BrowserGymStyleAgent.find(obs, "button", "Attachment")
+        x, y, w, h = obs["extra_element_properties"][attach]["bbox"]
+        obs, _, _, _, info = env.step(f"mouse_upload_file({x + w / 2}, {y + h / 2}, 'photo.png')")
+        assert not info["error"] and "photo.png" in obs["axtree"]
+    finally:
+        env.close()
