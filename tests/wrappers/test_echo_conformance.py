@@ -239,6 +239,21 @@ def test_mismatched_spaces_are_refused_at_construction(kind: str, no_leaks) -> N
         vec(kind, fns)
 
 
+def _die_while_built() -> gym.Env:
+    os._exit(7)
+
+
+def test_env_fn_errors_at_construction_are_raised(no_leaks) -> None:
+    # Ours only: AsyncVectorEnv's worker dies on such an error and its parent sees only EOFError.
+    def failing() -> gym.Env:
+        raise OSError("no such site")
+
+    with pytest.raises(OSError, match="no such site"):
+        EchoVectorEnv([CountEnv, failing])
+    with pytest.raises(EchoWorkerError, match="exit code 7"):
+        EchoVectorEnv([CountEnv, _die_while_built])
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_observation_mode_different_batches_differing_bounds(kind: str) -> None:
     fns = [lambda: SpaceEnv(spaces.Box(0, 1, (2,))), lambda: SpaceEnv(spaces.Box(0, 5, (2,)))]

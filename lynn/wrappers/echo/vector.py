@@ -603,7 +603,7 @@ class EchoVectorEnv(gym.vector.VectorEnv):
 
     def _check_spaces(self) -> None:
         for i in range(self.num_envs):
-            self._send_raw(
+            self._send_raw_or_raise(
                 i,
                 (
                     "check_spaces",
@@ -611,7 +611,10 @@ class EchoVectorEnv(gym.vector.VectorEnv):
                 ),
             )
         for i in range(self.num_envs):
-            status, result = self._recv_raw(i, self.timeout, "check_spaces")
+            try:
+                status, result = self._recv_raw(i, self.timeout, "check_spaces")
+            except _Gone as gone:
+                raise EchoWorkerError(f"env {i}: {gone} (while it was being built)", i) from None
             if status == "env_error":
                 self._raise_env_error(i, "make", result)
             if status != "ok":
@@ -648,6 +651,12 @@ class EchoVectorEnv(gym.vector.VectorEnv):
             pipe.send(message)
         except (BrokenPipeError, ConnectionResetError, OSError) as exc:
             raise _Gone(f"worker process died ({self._exit_reason(i)})") from exc
+
+    def _send_raw_or_raise(self, i: int, message: Any) -> None:
+        try:
+            self._send_raw(i, message)
+        except _Gone as gone:
+            raise EchoWorkerError(f"env {i}: {gone}", i) from None
 
     def _recv_raw(self, i: int, timeout: float | None, what: str) -> tuple[str, Any]:
         pipe = self._pipes[i]
