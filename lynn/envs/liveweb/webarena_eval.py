@@ -255,11 +255,15 @@ def string_match(task: Mapping[str, Any], ctx: EvalContext, judge: Any) -> tuple
                 s *= must_include(str(item), pred, tokenize=len(value) == 1)
         elif approach == "fuzzy_match":
             if value == "N/A":
-                s = exact_match("N/A", pred)
-                if s != 1:
-                    s = _judge(judge).unachievable_match(
+                # WebArena's order of operations: the N/A check multiplies the running score, and any
+                # result other than 1 is then *replaced* by the judge's verdict on the reason.
+                score *= exact_match("N/A", pred)
+                if score != 1:
+                    score = _judge(judge).unachievable_match(
                         pred, str(spec.get("string_note", "")), task["intent"]
                     )
+                notes.append(f"fuzzy_match N/A {'passed' if score else 'failed'}")
+                continue
             else:
                 s = 1.0
                 for ref in value:

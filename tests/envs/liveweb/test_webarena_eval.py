@@ -175,6 +175,11 @@ ANSWER_CASES: list[tuple[dict, str]] = [
     ({"fuzzy_match": "N/A"}, "impossible: no such product"),
     ({"fuzzy_match": "N/A"}, "done"),
     ({"fuzzy_match": "N/A"}, ""),
+    ({"exact_match": "x", "fuzzy_match": "N/A"}, "N/A"),
+    ({"exact_match": "x", "fuzzy_match": "N/A"}, "x"),
+    ({"fuzzy_match": "N/A", "exact_match": "x"}, "impossible: no such product"),
+    ({"must_include": ["0"], "fuzzy_match": "N/A"}, "0 impossible"),
+    ({"exact_match": "x", "fuzzy_match": "N/A"}, "impossible thing"),  # WebArena: the judge's 1 replaces 0
 ]
 
 URL_CASES: list[tuple[str, str]] = [
