@@ -706,3 +706,42 @@ def test_bad_arguments_name_what_to_pass() -> None:
         EchoVectorEnv(fns, timeout=0)
     with pytest.raises(ValueError, match="observation_mode"):
         EchoVectorEnv(fns, observation_mode="mixed")
+
+
+@pytest.mark.parametrize("context", ["fork", "forkserver"])
+def test_workers_exit_when_the_main_process_is_killed(context: str) -> None:
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    code = (
+        "import sys, time\n"
+        "from lynn.wrappers.echo.vector import EchoVectorEnv\n"
+        "from tests.wrappers._echo_envs import CountEnv\n"
+        "if __name__ == '__main__':\n"
+        f"    envs = EchoVectorEnv([CountEnv] * 3, context={context!r})\n"
+        "    envs.reset()\n"
+        "    print(' '.join(map(str, envs.worker_pids())), flush=True)\n"
+        "    time.sleep(300)\n"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        pids = [int(p) for p in proc.stdout.readline().split()]  # type: ignore[union-attr]
+        assert len(pids) == 3 and all(_alive(p) for p in pids)
+        proc.kill()  # no close(), no atexit: only the workers' own guards can stop them
+        proc.wait()
+        deadline = time.time() + 10
+        while any(_alive(p) for p in pids) and time.time() < deadline:
+            time.sleep(0.1)
+        assert not any(_alive(p) for p in pids)
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stdout.close()  # type: ignore[union-attr]

@@ -74,6 +74,7 @@ import multiprocessing as mp
 import os
 import pickle
 import signal
+import sys
 import time
 import traceback
 import weakref
@@ -214,6 +215,19 @@ def _exit_on_sigterm(signum: int, frame: Any) -> None:
     raise SystemExit(128 + signum)  # unwinds through `finally`, so the env is closed
 
 
+def _die_with_parent() -> None:
+    """Linux: SIGTERM this worker when the process that started it dies (even by SIGKILL)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass  # the pipe's EOF still ends an idle worker
+
+
 def _error_payload(exc: BaseException, phase: str, partial: Any = None) -> dict[str, Any]:
     try:
         blob: bytes | None = pickle.dumps(exc)
@@ -237,6 +251,7 @@ def _worker(
     layout: tuple[str, Any],
     autoreset_mode: AutoresetMode,
     record_seconds: bool,
+    inherited: Sequence[Connection] = (),
 ) -> None:
     """Own one env; answer (command, payload) messages until told to close.
 
@@ -244,10 +259,13 @@ def _worker(
     ``step``; the parent decides whether this worker lives on) or ``("call_error", payload)``.
     """
     parent_pipe.close()
+    for conn in inherited:  # fork: the other workers' parent ends, or their EOF would never come
+        conn.close()
     try:
         os.setpgid(0, 0)  # a group of its own: a hung worker is killed with what it started
     except OSError:
         pass
+    _die_with_parent()
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's; it closes the workers
     env: gym.Env | None = None
@@ -576,6 +594,8 @@ class EchoVectorEnv(gym.vector.VectorEnv):
                 self._layout,
                 self.autoreset_mode,
                 self.record_step_seconds,
+                # Only a forked child holds copies of the other workers' pipes (others pickle args).
+                [p for p in self._pipes if p is not None] if self._ctx.get_start_method() == "fork" else [],
             ),
             daemon=self.daemon,
         )
