@@ -56,7 +56,9 @@ logged (logger ``lynn.wrappers.echo.vector``) and reported in that row's info as
 ``step`` may run, measured from when it was sent or from the call that waits for it, whichever is
 later; ``recv``, ``step_wait``, ``reset_wait`` take a per-call ``timeout`` too. ``close()`` never
 blocks for ever: envs still busy after ``timeout`` (default 10 s) are stopped (SIGTERM, which lets
-the worker close its env, then SIGKILL of the worker's process group).
+the worker close its env, then SIGKILL of the worker's process group, so that helper processes
+a hung env started go too). Workers also exit when the main process dies without closing them
+(killed, crashed): on Linux by ``PR_SET_PDEATHSIG``, elsewhere when their pipe reaches EOF.
 
 **Documented differences from AsyncVectorEnv**, beyond the extras above: ``observation_space`` is
 batched for ``num_envs`` rows (what ``step``/``reset`` return); ``recv()`` returns
