@@ -30,9 +30,9 @@ env at once; ``info["final_obs"]``/``info["final_info"]`` hold the finished epis
 can lay out in shared memory (Box, Discrete, MultiDiscrete, MultiBinary, Text of at most 4096
 characters, OneOf, and Dict/Tuple of them) goes there; any other part (Graph, Sequence, custom
 spaces such as EVMQuest's ``UnicodeText``, and ``Text`` subclasses such as LiveWeb's
-``UnicodeText``, which accept characters outside their charset) is pickled through the pipe, so a ``Dict`` of a big ``Box`` screenshot and
-free text sends the screenshot through shared memory and only the text through the pipe.
-``shared_memory=False`` pickles everything.
+``UnicodeText``, which accept characters outside their charset) is pickled through the pipe. So
+a ``Dict`` of a big ``Box`` screenshot and free text sends the screenshot through shared memory
+and only the text through the pipe. ``shared_memory=False`` pickles everything.
 
 **Failures.** By default (``on_error="raise"``), as in Gymnasium, an exception raised by an env is
 re-raised in the main process with its own type (the worker's traceback is attached as a note), a
@@ -67,6 +67,10 @@ forward ``send``/``recv``; :class:`EchoRecordEpisodeStatistics` is ``RecordEpiso
 with ``send``/``recv``/``async_reset`` too. ``close()`` kills envs still busy after its timeout
 instead of waiting for ever. ``reset()`` after ``send()`` discards the results in flight.
 ``record_step_seconds=True`` adds ``info["step_seconds"]``, the wall time of each env's step.
+Where AsyncVectorEnv (Gymnasium 1.4) falls short, ours does not follow it: its shared-memory
+``Text``/``OneOf`` observations are the buffer as decoded at construction, on every step (ours are
+read afresh); a failed ``call``/``get_attr`` or a failing ``env_fn`` stops its workers or shows up
+as ``EOFError`` (ours re-raises the error and keeps the workers serving).
 """
 
 from __future__ import annotations
