@@ -13,6 +13,7 @@ from gymnasium import spaces
 from lynn.envs.evmquest.spec import SPLITS, TaskInstance, TaskSpec, instantiate, load_specs
 
 ACTION_MODES = ("script", "tx", "skill")
+SCORINGS = ("default", "reference")
 MAX_TEXT = 200_000
 
 
@@ -113,6 +114,7 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
         rpc_url: str | None = None,
         fork_url: str | None = None,
         script_timeout_s: float = 10.0,
+        scoring: str = "default",
         render_mode: str | None = None,
     ) -> None:
         from lynn.envs.evmquest.world import PROFILES, role_names
@@ -121,6 +123,8 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
             raise ValueError(f"unknown chain profile {chain!r}; choose one of {', '.join(PROFILES)}")
         if action_mode not in ACTION_MODES:
             raise ValueError(f"unknown action_mode {action_mode!r}; choose one of {', '.join(ACTION_MODES)}")
+        if scoring not in SCORINGS:
+            raise ValueError(f"unknown scoring {scoring!r}; choose one of {', '.join(SCORINGS)}")
         if backend not in ("embedded", "anvil", "rpc"):
             raise ValueError(f"unknown backend {backend!r}; choose one of embedded, anvil, rpc")
         specs = {s.task_id: s for s in implemented_specs(split)}
@@ -136,6 +140,8 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
         if not specs:
             raise ValueError(f"no implemented task in split {split!r}")
         self.specs = specs
+        self.scoring = scoring
+        self.split = split
         self.profile = PROFILES[chain]
         self.backend_name = backend
         self.rpc_url = rpc_url
@@ -267,13 +273,20 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
         )
         from lynn.envs.evmquest import noise
 
-        # Hidden state drawn after the instruction, so a seed renders the same instruction as before.
-        self.instance.params["hidden"] = noise.draw(task_id, self.np_random)
+        self.instance.scoring = self.scoring
         noise.reset_node_defaults(self.world)
-        noise.apply(self.world, self.instance.params)
-        self.world.forget_nonces()
+        if self.scoring == "default":
+            # Hidden state drawn after the instruction, so a seed renders the same instruction as before.
+            self.instance.params["hidden"] = noise.draw(task_id, self.np_random)
+            noise.apply(self.world, self.instance.params)
+            self.world.forget_nonces()
         logic = LOGIC[task_id]
         logic.setup(self.world, self.instance.params)
+        if self.scoring == "reference":
+            from lynn.envs.evmquest import reference
+
+            self.world.forget_nonces()
+            reference.setup(self.world, task_id, self.instance.params)
         self.world.forget_nonces()
         self.before = logic.measure(self.world, self.instance.params)
         t_end = time.perf_counter()
@@ -281,6 +294,7 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
             "task_id": task_id,
             "split": spec.split,
             "answer_format": self.answer_format(),
+            "scoring": self.scoring,
             "error": restarted,
             "timings": {
                 "genesis_s": t_chain - t0,
@@ -319,9 +333,9 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
         self.last_result = error if error else self._describe(outcome)
         terminated = False
         if spec.split == "atomic":
-            terminated = outcome in ("tx_ok", "answer") or self.steps >= spec.max_steps
+            terminated = outcome in ("tx_ok", "answer") or self.steps >= self.max_steps(spec)
         else:
-            terminated = outcome == "done" or self.steps >= spec.max_steps
+            terminated = outcome == "done" or self.steps >= self.max_steps(spec)
         terminated = terminated or node_died
         truncated = False
         info: dict[str, Any] = {
@@ -451,7 +465,10 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
 
             assert self.instance is not None
             spec = LOGIC[self.instance.task_id].answer
-            problem = check_shape(value["query_result"], spec, self.instance.spec.split == "composite")
+            composite = self.instance.spec.split == "composite"
+            problem = (
+                check_shape(value["query_result"], spec, composite) if self.scoring == "default" else None
+            )
             if problem:
                 return "bad_answer", problem
             self.answers.append(value["query_result"])
@@ -543,20 +560,51 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
         fee = int(receipt["gasUsed"]) * int(receipt.get("effectiveGasPrice", full.get("gasPrice", 0)))
         record = TxRecord(
             to=to, data=data.lower(), value=value, status=int(receipt["status"]), gas_used=int(receipt["gasUsed"]),
-            fee=fee, tx_hash="0x" + bytes(tx_hash).hex(), logs=list(receipt.get("logs", [])),
+            fee=fee, tx_hash="0x" + bytes(tx_hash).hex(), logs=list(receipt.get("logs", [])), gas_limit=gas,
         )  # fmt: skip
         return record, None
 
     # ------------------------------------------------------------------ scoring
+    def max_steps(self, spec: TaskSpec) -> int:
+        """Steps an episode of ``spec`` may take under this env's scoring profile."""
+        if self.scoring == "reference":
+            from lynn.envs.evmquest.reference import max_steps
+
+            return max_steps(spec.task_id, spec.split)
+        return spec.max_steps
+
+    @property
+    def split_name(self) -> str:
+        """The split as leaderboards should show it: ``atomic``, or ``atomic/reference`` under the reference profile."""
+        return self.split if self.scoring == "default" else f"{self.split}/{self.scoring}"
+
     def _score(self) -> tuple[float, dict[str, Any]]:
         from lynn.envs.evmquest.logic import LOGIC, Ctx
 
         assert self.instance is not None
         spec = self.instance.spec
         logic = LOGIC[spec.task_id]
+        rounds = self.steps - (1 if self._closed_by_done else 0)
         try:
             after = logic.measure(self.world, self.instance.params)
             ctx = Ctx(self.world, self.instance.params, self.before, after, self.txs, self.answers)
+            if self.scoring == "reference":
+                from lynn.envs.evmquest import reference
+
+                if reference.is_ported(spec.task_id, spec.split):
+                    if spec.split == "atomic":
+                        score, success, checks = reference.score_atomic(spec.task_id, ctx)
+                        extra: dict[str, Any] = {}
+                    else:
+                        score, success, checks, decay = reference.score_composite(spec.task_id, ctx, rounds)
+                        extra = {"decay": decay}
+                    return score / 100.0, {
+                        "checks": [c.as_dict() for c in checks],
+                        "score": score,
+                        "success": success,
+                        "reference_port": True,
+                        **extra,
+                    }
             checks = logic.checks(ctx)
         except Exception as exc:  # a validator must not take the env down
             return 0.0, {"checks": [], "score": 0.0, "success": False, "error": f"validation failed: {exc}"}
@@ -573,7 +621,13 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
             score = base * decay
             # Strict: every check of the end state must pass (the score keeps partial credit).
             success = bool(checks) and all(c.passed for c in checks) and decay > 0
-        return score / 100.0, {"checks": [c.as_dict() for c in checks], "score": score, "success": success}
+        port = {"reference_port": False} if self.scoring == "reference" else {}
+        return score / 100.0, {
+            "checks": [c.as_dict() for c in checks],
+            "score": score,
+            "success": success,
+            **port,
+        }
 
     # ------------------------------------------------------------------ observation
     def _describe(self, outcome: str) -> str:
@@ -628,7 +682,7 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
             mode,
             f"Default fees when omitted: maxFeePerGas {MAX_FEE // 10**9} gwei, priority 1 gwei. Token amounts use 18 decimals.",
             *([f"Answer format: {fmt}"] if (fmt := self.answer_format()) else []),
-            f'This task allows {self.instance.spec.max_steps} step(s); for multi-step tasks send {{"done": true}} when finished.',
+            f'This task allows {self.max_steps(self.instance.spec)} step(s); for multi-step tasks send {{"done": true}} when finished.',
             "",
             f"Task: {self.instance.instruction}",
         ]

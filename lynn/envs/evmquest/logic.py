@@ -65,6 +65,7 @@ class TxRecord:
     fee: int
     tx_hash: str
     logs: list[Any] = field(default_factory=list)
+    gas_limit: int = 0
 
     @property
     def selector(self) -> str:
@@ -247,6 +248,14 @@ def approve_as_agent(w: World, token: str, spender_role: str, amount: int = MAX_
 
 
 # --- native coin -------------------------------------------------------------------------------
+def _percent_of_native(v: Ctx) -> int:
+    """The percentage of the balance at reset, or of the balance left after earlier (reverted) tries."""
+    pct = int(v.params["percent"])
+    at_reset = v.before["agent_native"] * pct // 100
+    at_send = (v.before["agent_native"] - sum(t.fee for t in v.txs[:-1])) * pct // 100
+    return at_send if v.tx is not None and v.tx.value == at_send else at_reset
+
+
 def _native_transfer_checks(v: Ctx, want_value: int, recipient: str) -> list[Check]:
     fee = v.fees
     spent = -v.delta("agent_native")
@@ -280,9 +289,7 @@ task(
         f"balance = w3.eth.get_balance(agent_address)\n"
         f'return {{"to": {p["recipient"]!r}, "value": {share("balance", p["percent"])}, "data": "0x"}}'
     ),
-    checks=lambda v: _native_transfer_checks(
-        v, v.before["agent_native"] * int(v.params["percent"]) // 100, v.params["recipient"]
-    ),
+    checks=lambda v: _native_transfer_checks(v, _percent_of_native(v), v.params["recipient"]),
     measure=_m_native,
 )
 
@@ -1381,7 +1388,7 @@ def query(
     )
 
 
-ADDRESS_ANSWER = AnswerSpec("an address: a 0x-prefixed hex string")
+ADDRESS_ANSWER = AnswerSpec("an address: a 0x-prefixed hex string", kind="address")
 COUNT_ANSWER = AnswerSpec("an integer count")
 query(
     "query_pair_reserves",
@@ -1474,7 +1481,7 @@ query(
         n["nft"], "LynnNFT", ["tokenURI"], f"contract.functions.tokenURI({int(p['token_id'])}).call()"
     ),
     lambda w, p: w.reader("nft").functions.tokenURI(int(p["token_id"])).call(),
-    AnswerSpec("the token URI: the exact string tokenURI returns"),
+    AnswerSpec("the token URI: the exact string tokenURI returns", kind="text"),
 )
 task(
     "query_nft_approval_status",
@@ -1488,7 +1495,7 @@ task(
     measure=lambda w, p: {
         "truth": bool(w.reader("nft").functions.isApprovedForAll(AGENT.address, p["operator"]).call())
     },
-    answer=AnswerSpec("a boolean: true when approved"),
+    answer=AnswerSpec("a boolean: true when approved", kind="bool"),
     setup=lambda w, p: (
         w.call(AGENT, "nft", "setApprovalForAll", p["operator"], True) if p["approved"] else None
     ),

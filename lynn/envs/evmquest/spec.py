@@ -55,6 +55,7 @@ class TaskInstance:
     instruction: str
     template_index: int
     display: dict[str, str] = field(default_factory=dict)
+    scoring: str = "default"  # the env's scoring profile (the oracle adapts answer formats to it)
 
     @property
     def task_id(self) -> str:
@@ -227,9 +228,16 @@ def oracle_steps(instance: TaskInstance, names: dict[str, str], before: dict[str
     from lynn.envs.evmquest.logic import LOGIC
 
     logic = LOGIC[instance.task_id]
-    if logic.steps is None:
-        return [logic.script(instance.params, names)]
-    return logic.steps(instance.params, names, before)
+    scripts = (
+        [logic.script(instance.params, names)]
+        if logic.steps is None
+        else logic.steps(instance.params, names, before)
+    )
+    if instance.scoring == "reference":
+        from lynn.envs.evmquest.reference import oracle_scripts
+
+        return oracle_scripts(instance.task_id, scripts)
+    return scripts
 
 
 def mutant_steps(
