@@ -706,6 +706,13 @@ def test_bad_arguments_name_what_to_pass() -> None:
         EchoVectorEnv(fns, timeout=0)
     with pytest.raises(ValueError, match="observation_mode"):
         EchoVectorEnv(fns, observation_mode="mixed")
+    envs = EchoVectorEnv(fns)
+    try:
+        with pytest.raises(ValueError, match="reset_mask"):  # not silently passed to the envs
+            envs.reset(options={"reset_mask": np.array([True, False])})
+        assert envs.reset(seed=0)[0].tolist() == [0, 1]
+    finally:
+        envs.close()
 
 
 @pytest.mark.parametrize("context", ["fork", "forkserver"])

@@ -1061,6 +1061,11 @@ class EchoVectorEnv(gym.vector.VectorEnv):
         return seeds
 
     def _send_resets(self, seeds: list[Any], options: list[Any]) -> None:
+        if any(isinstance(o, dict) and "reset_mask" in o for o in options):
+            raise ValueError(
+                "options['reset_mask'] (Gymnasium's partial reset for autoreset_mode=DISABLED) is not "
+                "supported: EchoVectorEnv autoresets (SAME_STEP or NEXT_STEP); reset() resets every env"
+            )
         self._drain(self.timeout)
         for i in range(self.num_envs):
             if i in self._dead or i in self._reset_next or self._pipes[i] is None:
