@@ -315,12 +315,15 @@ PageReader = Callable[[str | None, str, list[str]], str]
 
 def program_html(task: Mapping[str, Any], ctx: EvalContext, read: PageReader) -> tuple[float, str]:
     score, notes = 1.0, []
+    current = ctx.url  # WebArena reads every target in one page: __last_url__ is where it is now
     for target in (task.get("eval") or {}).get("program_html") or []:
         url = str(target["url"])
         if url.startswith("func"):
-            _, args = parse_func(url.replace("__last_url__", ctx.url), URL_FUNCS)
+            _, args = parse_func(url.replace("__last_url__", current), URL_FUNCS)
             url = reddit_get_post_url(*args)
         url = fill_placeholders(url, ctx.sites)
+        if url != "last":
+            current = url
         selected = html.unescape(
             read(
                 None if url == "last" else url, str(target["locator"]), list(target.get("prep_actions") or [])

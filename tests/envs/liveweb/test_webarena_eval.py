@@ -294,6 +294,11 @@ HTML_TARGETS: list[dict] = [
         "locator": "document.querySelector('h1').outerText",
         "required_contents": {"exact_match": "Second page"},
     },
+    {
+        "url": "func:reddit_get_post_url('__last_url__')",
+        "locator": "document.querySelector('h1').outerText",
+        "required_contents": {"must_include": ["Jerry"]},
+    },
 ]
 
 
