@@ -180,6 +180,34 @@ def _erc721_transfer(v: Ctx) -> list[Check]:
     ]
 
 
+def _contract_call_simple(v: Ctx) -> list[Check]:
+    return [
+        Check("transaction_success", 40, _status(v)),
+        Check("contract_address", 20, _to(v, v.addr("counter"))),
+        Check("function_selector", 20, _sel(v, "increment()")),
+        Check("counter_increased", 20, v.delta("count") == 1),
+    ]
+
+
+def _nft_checks(signature: str, state: str, weights: tuple[int, int, int]) -> Callable[[Ctx], list[Check]]:
+    """ERC-721 approve / setApprovalForAll / safeTransferFrom: status, resulting state, selector."""
+
+    def checks(v: Ctx) -> list[Check]:
+        if state == "approved":
+            ok = str(v.after["approved"]).lower() == str(v.params["spender"]).lower()
+        elif state == "for_all":
+            ok = v.after["for_all"] is True
+        else:
+            ok = str(v.after["owner"]).lower() == str(v.params["recipient"]).lower()
+        return [
+            Check("transaction_success", weights[0], _status(v)),
+            Check(state, weights[1], ok),
+            Check("function_selector", weights[2], _sel(v, signature)),
+        ]
+
+    return checks
+
+
 def _query_field(field: str) -> Callable[[Ctx], list[Check]]:
     """The reference's balance queries: answered (30), the named field present (30), exact (40)."""
 
@@ -214,6 +242,14 @@ ATOMIC: dict[str, RefTask] = {
     "wbnb_deposit": RefTask(_wbnb_deposit, threshold=80),
     "wbnb_withdraw": RefTask(_wbnb_withdraw, threshold=80),
     "erc721_transfer": RefTask(_erc721_transfer, threshold=80),
+    "contract_call_simple": RefTask(_contract_call_simple),
+    "erc721_approve": RefTask(_nft_checks("approve(address,uint256)", "approved", (30, 50, 20))),
+    "erc721_set_approval_for_all": RefTask(
+        _nft_checks("setApprovalForAll(address,bool)", "for_all", (30, 50, 20))
+    ),
+    "erc721_safe_transfer": RefTask(
+        _nft_checks("safeTransferFrom(address,address,uint256)", "owner", (30, 40, 30))
+    ),
     "query_bnb_balance": RefTask(_query_field("balance_wei"), gated=False),
     "query_erc20_balance": RefTask(_query_field("balance_raw"), gated=False),
 }

@@ -73,6 +73,13 @@ def ref_erc721_transfer(tx: dict, receipt: dict, sb: dict, sa: dict, nft: str, t
     return score, score >= 80
 
 
+def ref_erc721_approve(tx: dict, receipt: dict, sb: dict, sa: dict, spender: str) -> tuple:
+    if receipt["status"] != 1:
+        return 0, False
+    ok = [True, (sa.get("nft_approved") or "").lower() == spender.lower(), tx["data"][:10] == "0x095ea7b3"]
+    return sum(w for w, o in zip((30, 50, 20), ok, strict=True) if o), all(ok)
+
+
 def ref_query_bnb_balance(query_result: dict, sb: dict) -> tuple:
     if not query_result.get("success"):
         return 0, False
@@ -221,6 +228,30 @@ def test_erc721_transfer_matches_the_reference(name: str, data: str, owner_after
     theirs = ref_erc721_transfer(
         rtx, receipt, {"nft_owner": "0x0"}, {"nft_owner": owner_after}, NFT, RECIPIENT
     )
+    assert (ours[0], ours[1]) == theirs, (name, ours[2])
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "approved_after", "status"),
+    [
+        ("correct", selector("approve(address,uint256)"), RECIPIENT, 1),
+        ("set_approval_for_all_instead", selector("setApprovalForAll(address,bool)"), "0x" + "00" * 20, 1),
+        ("reverted", selector("approve(address,uint256)"), "0x" + "00" * 20, 0),
+    ],
+)
+def test_erc721_approve_matches_the_reference(name: str, data: str, approved_after: str, status: int) -> None:
+    tx = record(NFT, data + "00" * 64, 0, status=status, gas_used=50_000, gas=100_000)
+    ctx = Ctx(
+        WORLD,
+        {"spender": RECIPIENT, "token_id": 2},
+        {"approved": None},
+        {"approved": approved_after},
+        [tx],
+        [],
+    )
+    ours = reference.score_atomic("erc721_approve", ctx)
+    rtx, receipt = as_reference(tx)
+    theirs = ref_erc721_approve(rtx, receipt, {}, {"nft_approved": approved_after}, RECIPIENT)
     assert (ours[0], ours[1]) == theirs, (name, ours[2])
 
 
