@@ -142,7 +142,7 @@ def build_demo(out: Path, steps: int, seed: int = 0) -> tuple[Path, Path, Path]:
             opt.zero_grad()
             out.loss.backward()
             opt.step()
-            loss = float(out.loss)
+            loss = float(out.loss.detach())
         model.eval()
         return loss
 
@@ -182,6 +182,7 @@ class Row:
     tokens_per_s: float
     target_forwards: int
     forwards_per_token: float
+    draft_forwards_per_token: float
     mean_accepted: float | None
     accepted_is_estimate: bool
     same_as_greedy: float
@@ -272,17 +273,19 @@ def _methods(args: argparse.Namespace, target: Any, draft: Any, pad: int, eos: s
     return rows
 
 
-def _time_method(fn: Any, prompts: list[list[int]], batch: int, counter: _ForwardCounter):
+def _time_method(
+    fn: Any, prompts: list[list[int]], batch: int, counter: _ForwardCounter, dcounter: _ForwardCounter
+):
     outs: list[list[int]] = []
     accepted: list[int] = []
     t0 = time.perf_counter()
-    f0 = counter.n
+    f0, d0 = counter.n, dcounter.n
     for i in range(0, len(prompts), batch):
         o, stats = fn(prompts[i : i + batch])
         outs += o
         if stats is not None:
             accepted += stats.accepted_lengths
-    return outs, time.perf_counter() - t0, counter.n - f0, accepted
+    return outs, time.perf_counter() - t0, counter.n - f0, accepted, dcounter.n - d0
 
 
 def _encode(tok: Any, rows: list[dict], raw: bool, max_tokens: int) -> list[list[int]]:
@@ -307,9 +310,9 @@ def _encode(tok: Any, rows: list[dict], raw: bool, max_tokens: int) -> list[list
 def _table(rows: list[Row]) -> list[str]:
     head = (
         "| method | batch | tokens | s | tok/s | × greedy (same batch) | × HF assisted | mean accepted "
-        "| target fwd/token | = greedy |"
+        "| target fwd/token | draft fwd/token | = greedy |"
     )
-    lines = [head, "|" + "---|" * 10]
+    lines = [head, "|" + "---|" * 11]
     for r in rows:
         acc = (
             "–"
@@ -319,7 +322,8 @@ def _table(rows: list[Row]) -> list[str]:
         vs_a = "–" if r.vs_hf_assisted is None else f"{r.vs_hf_assisted:.2f}"
         lines.append(
             f"| {r.method} | {r.batch} | {r.new_tokens} | {r.seconds:.2f} | {r.tokens_per_s:.1f} | "
-            f"{r.vs_greedy:.2f} | {vs_a} | {acc} | {r.forwards_per_token:.3f} | {r.same_as_greedy:.0%} |"
+            f"{r.vs_greedy:.2f} | {vs_a} | {acc} | {r.forwards_per_token:.3f} | {r.draft_forwards_per_token:.3f} | "
+            f"{r.same_as_greedy:.0%} |"
         )
     return lines
 
@@ -359,7 +363,7 @@ def run(args: argparse.Namespace) -> int:
     pad = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
     eos = {int(tok.eos_token_id)} if tok.eos_token_id is not None else set()
     methods = _methods(args, target, draft, pad, eos)
-    counter = _ForwardCounter(target)
+    counter, dcounter = _ForwardCounter(target), _ForwardCounter(draft)
 
     # Warm-up: one short call per method (first-call costs: HF's config building, allocator).
     for _, _, fn, _ in methods:
@@ -367,16 +371,17 @@ def run(args: argparse.Namespace) -> int:
     results: dict[int, tuple] = {}
     for rnd in range(args.repeats):
         for i, (label, batch, fn, _) in enumerate(methods):
-            outs, wall, fwd, acc = _time_method(fn, prompts, batch, counter)
-            if i not in results or wall < results[i][1]:
-                results[i] = (outs, wall, fwd, acc)
-            print(f"[round {rnd + 1}] {label} (batch {batch}): {wall:.2f}s", flush=True)
+            res = _time_method(fn, prompts, batch, counter, dcounter)
+            if i not in results or res[1] < results[i][1]:
+                results[i] = res
+            print(f"[round {rnd + 1}] {label} (batch {batch}): {res[1]:.2f}s", flush=True)
     counter.handle.remove()
+    dcounter.handle.remove()
 
     greedy_out = results[1][0] if methods[1][0] == "greedy (ours)" else results[0][0]
     rows: list[Row] = []
     for i, (label, batch, _, hf_assisted) in enumerate(methods):
-        outs, wall, fwd, acc = results[i]
+        outs, wall, fwd, acc, dfwd = results[i]
         n_tok = sum(len(o) for o in outs)
         if acc:
             mean_acc, est = sum(acc) / len(acc), False
@@ -396,6 +401,7 @@ def run(args: argparse.Namespace) -> int:
                 target_forwards=fwd,
                 forwards_per_token=fwd / n_tok if n_tok else 0.0,
                 mean_accepted=mean_acc,
+                draft_forwards_per_token=dfwd / n_tok if n_tok else 0.0,
                 accepted_is_estimate=est,
                 same_as_greedy=sum(a == b for a, b in zip(outs, greedy_out, strict=True)) / len(outs),
             )  # fmt: skip

@@ -126,7 +126,8 @@ class SpecStats:
         draft_forwards: Draft-model forward calls (0 for prompt lookup).
         new_tokens: Tokens returned, summed over rows.
         accepted_lengths: Draft tokens accepted per row and verification step (the bonus or
-            correction token from the target is not counted).
+            correction token from the target is not counted; a step where the drafter proposed
+            nothing, e.g. no prompt-lookup match, counts as 0).
         mars_positions: ``(row, position)`` where MARS accepted the target's top-2 token although
             it was not the argmax; ``position`` indexes the row's new tokens (0 = first).
         wall_s: Seconds spent in the call.
@@ -375,7 +376,7 @@ def _sample(p: torch.Tensor, gen: torch.Generator | None) -> int:
 def _uniform(gen: torch.Generator | None) -> float:
     import torch
 
-    return float(torch.rand((), generator=gen).item())
+    return float(torch.rand((), generator=gen, device=gen.device if gen is not None else None).item())
 
 
 # --------------------------------------------------------------------------------------------
@@ -489,7 +490,7 @@ class DraftModelDrafter:
             p = _probs(z, temperature, top_p) if temperature > 0 else None
             if p is not None:
                 nxt = torch.multinomial(p, 1, generator=generator).squeeze(-1).tolist()
-                conf = p.gather(-1, torch.tensor(nxt)[:, None]).squeeze(-1).tolist()
+                conf = p.gather(-1, torch.tensor(nxt, device=p.device)[:, None]).squeeze(-1).tolist()
             else:
                 top = torch.softmax(z, -1).max(-1) if self.min_confidence > 0 else None
                 nxt = z.argmax(-1).tolist()
@@ -617,6 +618,10 @@ def _strict_step(v: _Verify, j: int, p: torch.Tensor | None) -> tuple[bool, int 
 
 
 def _rule_strict(v: _Verify) -> tuple[int, int, list[int]]:
+    if v.temperature <= 0:  # the hot path: one argmax over all verified positions
+        top = v.logits.argmax(-1).tolist()
+        n = next((j for j, d in enumerate(v.draft) if d != top[j]), len(v.draft))
+        return n, top[n], []
     P = _probs(v.logits, v.temperature, v.top_p) if v.temperature > 0 else None
     for j in range(len(v.draft)):
         ok, corr = _strict_step(v, j, None if P is None else P[j])
@@ -719,10 +724,11 @@ def _eos_set(eos_token_id: int | list[int] | None) -> set[int]:
     return {eos_token_id} if isinstance(eos_token_id, int) else set(eos_token_id)
 
 
-def _generator(seed: int | None) -> torch.Generator:
+def _generator(seed: int | None, device: Any) -> torch.Generator:
+    """The sampling generator, on the model's device (torch samples only with a same-device one)."""
     import torch
 
-    g = torch.Generator(device="cpu")
+    g = torch.Generator(device=device)
     if seed is None:
         g.seed()
     else:
@@ -754,7 +760,7 @@ def _run(
         raise ValueError(f"top_p must be in (0, 1], got {top_p}")
     eos = _eos_set(eos_token_id)
     stops = [list(s) for s in (stop_sequences or []) if s]
-    gen = _generator(seed)
+    gen = _generator(seed, target.device)
     rule = _RULE_FUNCS[config.rule]
     stats = SpecStats()
     outs: list[list[int]] = [[] for _ in input_ids]
