@@ -250,6 +250,12 @@ ATOMIC: dict[str, RefTask] = {
     "erc721_safe_transfer": RefTask(
         _nft_checks("safeTransferFrom(address,address,uint256)", "owner", (30, 40, 30))
     ),
+    "erc20_permit": RefTask(
+        lambda v: [
+            Check("transaction_success", 40, _status(v)),
+            Check("allowance", 60, v.after["allowance"] == wei(v.params["amount"])),
+        ]
+    ),
     "query_bnb_balance": RefTask(_query_field("balance_wei"), gated=False),
     "query_erc20_balance": RefTask(_query_field("balance_raw"), gated=False),
 }
