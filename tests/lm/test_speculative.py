@@ -328,25 +328,32 @@ def peaked(seed: int, layers: int, scale: float):
     return m
 
 
+def exact_pairs(target, prompt, temperature=1.0, top_p=1.0):
+    """Exact law of new tokens 2 and 3, marginalised over token 1, under the sampling processing."""
+
+    def law(ids):
+        return sd._probs(target(torch.tensor(ids)).logits[:, -1].double(), temperature, top_p)
+
+    with torch.inference_mode():
+        p1 = law([prompt])[0]
+        p2 = law([prompt + [a] for a in range(SMALL_V)])  # (a, b)
+        p3 = law([prompt + [a, b] for a in range(SMALL_V) for b in range(SMALL_V)]).reshape(
+            SMALL_V, SMALL_V, SMALL_V
+        )
+    return (p1[:, None, None] * p2[:, :, None] * p3).sum(0).reshape(-1)  # (b, c)
+
+
 @pytest.fixture(scope="module")
 def small():
     target, draft = peaked(10, 2, 6.0), peaked(11, 1, 6.0)
     prompt = [1, 2, 3, 4, 1, 2, 3, 5, 1, 2]  # repetitive, so prompt lookup always finds a match
-    # Exact law of new tokens 2 and 3, marginalised over token 1 (temperature 1, no top-p).
-    with torch.inference_mode():
-        p1 = torch.softmax(target(torch.tensor([prompt])).logits[0, -1].double(), -1)
-        seq2 = torch.tensor([prompt + [a] for a in range(SMALL_V)])
-        p2 = torch.softmax(target(seq2).logits[:, -1].double(), -1)  # (a, b)
-        seq3 = torch.tensor([prompt + [a, b] for a in range(SMALL_V) for b in range(SMALL_V)])
-        p3 = torch.softmax(target(seq3).logits[:, -1].double(), -1).reshape(SMALL_V, SMALL_V, SMALL_V)
-    exact = (p1[:, None, None] * p2[:, :, None] * p3).sum(0).reshape(-1)  # (b, c)
-    return target, draft, prompt, exact
+    return target, draft, prompt, exact_pairs(target, prompt)
 
 
-def sample_pairs(target, drafter, prompt, n, seed):
+def sample_pairs(target, drafter, prompt, n, seed, temperature=1.0, top_p=1.0):
     out, stats = speculative_generate(
-        target, [prompt] * n, drafter, max_new_tokens=4, eos_token_id=None, temperature=1.0, seed=seed,
-        config=SpecConfig(gamma=2, adaptive=False),
+        target, [prompt] * n, drafter, max_new_tokens=4, eos_token_id=None, temperature=temperature,
+        top_p=top_p, seed=seed, config=SpecConfig(gamma=2, adaptive=False),
     )  # fmt: skip
     counts = torch.zeros(SMALL_V * SMALL_V, dtype=torch.float64)
     for o in out:
@@ -388,6 +395,16 @@ def test_strict_sampling_is_lossless_and_the_test_has_power(small, monkeypatch, 
         bad, _ = sample_pairs(target, make(), prompt, N_SAMPLES, seed=123)
         assert chi2_pvalue(bad, exact * N_SAMPLES) < 1e-6, name
         monkeypatch.setitem(sd._RULE_FUNCS, "strict", sd._rule_strict)
+
+
+def test_strict_sampling_is_lossless_with_temperature_and_top_p(small):
+    """Lossless for the processed law too: temperature 0.7 and nucleus 0.9 on target and draft."""
+    target, draft, prompt, _ = small
+    exact = exact_pairs(target, prompt, 0.7, 0.9)
+    counts, stats = sample_pairs(target, DraftModelDrafter(draft), prompt, N_SAMPLES, 7, 0.7, 0.9)
+    assert 0 < stats.mean_accepted() < 2
+    assert chi2_pvalue(counts, exact * N_SAMPLES) > 1e-3
+    assert counts[exact == 0].sum() == 0  # nothing outside the nucleus, ever
 
 
 # ---------------------------------------------------------------------------------------------
