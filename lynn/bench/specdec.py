@@ -40,6 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--prompts", help='JSONL, one {"prompt": str} or {"messages": [...]} a line')
     parser.add_argument("--demo", metavar="DIR", help="train tiny demo models and prompts into DIR first")
     parser.add_argument("--demo-steps", type=int, default=300, help="training steps of the demo target")
+    parser.add_argument("--demo-docs", type=int, default=2000, help="synthetic documents the demo trains on")
     parser.add_argument("--n-prompts", type=int, default=16, help="prompts used (the first N)")
     parser.add_argument("--max-new-tokens", type=int, default=64)
     parser.add_argument("--max-prompt-tokens", type=int, default=512, help="keep the last N prompt tokens")
@@ -97,14 +98,14 @@ def _demo_corpus(n: int, seed: int) -> list[tuple[str, str]]:
     return docs
 
 
-def build_demo(out: Path, steps: int, seed: int = 0) -> tuple[Path, Path, Path]:
+def build_demo(out: Path, steps: int, seed: int = 0, n_docs: int = 2000) -> tuple[Path, Path, Path]:
     """Train a tiny target and a 4x smaller draft on synthetic env-like chats; write them and prompts."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
     out.mkdir(parents=True, exist_ok=True)
-    docs = _demo_corpus(2000, seed)
+    docs = _demo_corpus(max(n_docs, 20), seed)
     texts = [f"<|user|>{p}<|assistant|>{a}<|end|>" for p, a in docs]
     tk = Tokenizer(models.BPE())
     tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -339,7 +340,9 @@ def run(args: argparse.Namespace) -> int:
     if args.demo:
         if args.target or args.draft:
             raise UsageError("pass either --demo DIR or --target/--draft, not both")
-        target_dir, draft_dir, prompts_file = build_demo(Path(args.demo), args.demo_steps)
+        target_dir, draft_dir, prompts_file = build_demo(
+            Path(args.demo), args.demo_steps, n_docs=args.demo_docs
+        )
         args.prompts = args.prompts or str(prompts_file)
     else:
         if not (args.target and args.draft and args.prompts):

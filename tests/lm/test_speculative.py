@@ -495,3 +495,29 @@ def test_typical_tokens_pass_the_typical_threshold(lm):
             thr = torch.clamp(cfg.typical_delta * torch.exp(-H), max=cfg.typical_epsilon)
             for pos, tok in enumerate(o):
                 assert tok == int(z[pos].argmax()) or float(P[pos, tok]) > float(thr[pos]) - 1e-6
+
+
+# ---------------------------------------------------------------------------------------------
+# The benchmark runs end to end (lynn bench specdec), on demo models trained for two steps
+
+
+def test_bench_specdec_smoke(tmp_path, capsys):
+    from lynn.bench import specdec
+
+    code = specdec.main(
+        ["--demo", str(tmp_path / "demo"), "--demo-steps", "2", "--demo-docs", "200", "--n-prompts", "3", "--max-new-tokens", "6",
+         "--methods", "strict", "--out", str(tmp_path / "out")]
+    )  # fmt: skip
+    assert code == 0
+    report = json.loads((tmp_path / "out" / "specdec.json").read_text())
+    rows = {(r["method"], r["batch"]): r for r in report["rows"]}
+    assert set(rows) == {
+        ("greedy (HF generate)", 1), ("greedy (ours)", 1), ("ours strict, draft", 1),
+        ("ours strict, prompt lookup", 1), ("greedy (HF generate)", 8), ("greedy (ours)", 8),
+        ("ours strict, draft", 8), ("ours strict, prompt lookup", 8),
+    }  # fmt: skip
+    for r in rows.values():  # every method here is lossless: the same tokens as greedy
+        assert r["same_as_greedy"] == 1.0 and r["new_tokens"] > 0
+    assert rows[("ours strict, draft", 1)]["draft_forwards_per_token"] > 0
+    assert "| ours strict, draft | 1 |" in (tmp_path / "out" / "specdec.md").read_text()
+    assert "× greedy" in capsys.readouterr().out
