@@ -72,7 +72,9 @@ class SpecConfig:
 
     Attributes:
         rule: ``"strict"`` (lossless), ``"mars"`` (margin-aware, lossy) or ``"typical"`` (Medusa's
-            typical acceptance, lossy).
+            typical acceptance, lossy: a draft token x is kept if it is the target's argmax or
+            ``p(x) > min(ε, δ·exp(−H(p)))``, with p the tempered target distribution when
+            sampling and the T = 1 one when greedy; a rejection takes the target's own token).
         gamma: Initial number of draft tokens per row and step.
         adaptive: Grow γ by 2 after a step where every draft token was accepted, shrink it by 1
             after a rejection (per row, within ``[gamma_min, gamma_max]``); else γ stays fixed.
