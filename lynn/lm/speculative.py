@@ -4,7 +4,7 @@ What is ours, and why no library does it:
 
 - **Batched, ragged acceptance.** Hugging Face's assisted generation (``generate(assistant_model=…)``,
   ``prompt_lookup_num_tokens=…``) runs at batch size 1 only, and its defaults waste work on CPU (20
-  assistant tokens, a confidence-threshold schedule; FIELD-NOTES measured 1.12x over greedy at 2.9
+  assistant tokens on a constant schedule, cut by a confidence threshold; FIELD-NOTES measured 1.12x over greedy at 2.9
   tokens per target forward). A policy acting for a whole vector env needs several prompts at once,
   each row accepting a different number of draft tokens per step.
 - **Verification rules.** No library ships MARS (margin-aware verification, arXiv 2601.15498) on
@@ -14,8 +14,8 @@ What is ours, and why no library does it:
 
 Design:
 
-- :class:`RaggedCache` — one :class:`~transformers.DynamicCache` for the whole batch. Rows are
-  right-aligned to nothing: every row's tokens are appended at the end of the cache, and a 2-D
+- :class:`RaggedCache` — one :class:`~transformers.DynamicCache` for the whole batch. No row is
+  padded to line up with the others: every row's tokens are appended at the end of the cache, and a 2-D
   attention mask marks each cache column valid or a hole, with explicit per-row position ids. A
   rejection turns the row's rejected columns into holes (and crops the columns that are holes for
   every row with ``DynamicCache.crop``, which takes a negative count in transformers 5.x); when
@@ -30,7 +30,8 @@ Design:
   of the latest earlier occurrence of the context's last n-gram (a point-mass proposal).
 - :func:`speculative_generate` — prefill, then per step: draft up to γ tokens per row, verify all
   rows in ONE target forward, accept per row by the rule, roll both caches back, adapt γ per row
-  (+2 after full acceptance, −1 after a rejection, within ``[gamma_min, gamma_max]``).
+  (+2 after full acceptance, −1 after a rejection, within ``[gamma_min, gamma_max]``; a draft
+  model may also stop early where it is unsure, ``DraftModelDrafter(min_confidence=…)``).
   :func:`greedy_generate` is the target-only baseline on the same cache code.
 
 Rules (see :class:`SpecConfig`): ``strict`` is lossless — greedy output equals target-only greedy
