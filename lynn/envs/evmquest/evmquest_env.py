@@ -609,6 +609,8 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
         except Exception as exc:  # a validator must not take the env down
             return 0.0, {"checks": [], "score": 0.0, "success": False, "error": f"validation failed: {exc}"}
         base = float(sum(c.weight for c in checks if c.passed))
+        if logic.answer is None and not any(t.status == 1 for t in self.txs):
+            base = 0.0  # checks of state nothing changed (e.g. "stake kept") earn nothing without an action
         if spec.split == "atomic":
             score = base
             success = all(c.passed for c in checks)
