@@ -172,9 +172,7 @@ def test_gym_make_by_id_string_still_works_without_import() -> None:
 
 # --- one place finds external programs ------------------------------------------------------------
 # Modules still doing their own lookup, each with the reason; remove the entry when it switches.
-OWN_LOOKUP_PENDING = {
-    "lynn/lm/serve.py": "serve_command() looks for `transformers`; should call lynn.system.find('transformers')",
-}
+OWN_LOOKUP_PENDING: dict[str, str] = {}
 LOOKUP = re.compile(
     r"shutil\.which\(|environ(?:\.get)?[(\[]\s*['\"]LYNN_(?:CHROMIUM|ANVIL|NODE|SOLC|TRANSFORMERS|NODE_MODULES)"
 )

@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -25,14 +23,13 @@ from typing import Any
 
 
 def serve_command() -> list[str]:
-    """The ``transformers`` console script beside this interpreter (or on PATH)."""
-    local = Path(sys.executable).with_name("transformers")
-    exe = str(local) if local.exists() else shutil.which("transformers")
-    if exe is None:
-        raise FileNotFoundError(
-            "no `transformers` command: pip install 'transformers[serving]' (the llm extra)"
-        )
-    return [exe, "serve"]
+    """``[transformers, serve]`` from :func:`lynn.system.find` (the venv's console script first)."""
+    from lynn.system import find
+
+    tool = find("transformers")
+    if not tool.ok:
+        raise FileNotFoundError(tool.explain())
+    return [*tool.command, "serve"]
 
 
 def _free_port() -> int:
