@@ -212,7 +212,7 @@ class RaggedCache:
                 ``(B, T, V)`` tensor, T = the longest block, row i valid on ``[:len(new[i])]``.
 
         Returns:
-            Float32 logits as described.
+            Logits as described (float32, or float64 for a float64 model).
         """
         import torch
 
@@ -240,7 +240,9 @@ class RaggedCache:
         for i, toks in enumerate(new):
             self.cols[i].extend(range(L, L + lens[i]))
             self.tokens[i].extend(toks)
-        z = out.logits.float()
+        z = out.logits
+        if z.dtype not in (torch.float32, torch.float64):
+            z = z.float()  # half-precision logits: decide in float32
         if logits == "last":
             where = {n: j for j, n in enumerate(keep)}
             z = z[
