@@ -149,8 +149,22 @@ def cmd_suite(args: argparse.Namespace) -> int:
     entries = [e for e in ENTRIES if not args.env or e.id in args.env]
     if not entries:
         raise UsageError("no registered env matches --env")
+    lm_model: str | None = None
     for entry in entries:
         for agent in entry.suite_agents:
+            agent_kwargs: dict[str, Any] = {}
+            if agent == "lm":
+                if args.no_lm:
+                    continue
+                if lm_model is None:
+                    from lynn.eval.suite_model import DEFAULT_DIR, ensure_suite_model
+
+                    lm_model = args.lm_model or ensure_suite_model(
+                        DEFAULT_DIR, minutes=args.lm_minutes, progress=not args.no_progress
+                    )
+                    if not Path(lm_model, "config.json").exists():
+                        raise UsageError(f"--lm-model {lm_model}: no model there (config.json missing)")
+                agent_kwargs = {"model": lm_model}
             evaluate(
                 EvalConfig(
                     env_id=entry.id,
@@ -160,6 +174,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
                     workers=args.workers,
                     out=args.out,
                     env_kwargs=dict(entry.suite_kwargs),
+                    agent_kwargs=agent_kwargs,
                     progress=not args.no_progress,
                 )
             )
@@ -349,6 +364,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=int, default=1)
     p.add_argument("--no-progress", action="store_true")
+    p.add_argument(
+        "--lm-model", help="model folder for agent 'lm' (default: models/suite-lm, trained on first run)"
+    )
+    p.add_argument(
+        "--lm-minutes", type=float, default=15.0, help="training budget of the suite LM on its first run"
+    )
+    p.add_argument("--no-lm", action="store_true", help="leave the 'lm' rows out")
     p.set_defaults(func=cmd_suite)
 
     p = sub.add_parser("leaderboard", help="aggregate result folders into Markdown, HTML and PNG")

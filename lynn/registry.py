@@ -26,6 +26,7 @@ class EnvEntry:
     nondeterministic: bool = False
     kwargs: dict[str, Any] = field(default_factory=dict)
     # The leaderboard job (`lynn suite`, `make run`): agents and episodes on the embedded defaults.
+    # Agent "lm" is the in-repo language model (lynn.eval.suite_model: trained on the first run, cached).
     suite_agents: tuple[str, ...] = ("random",)
     suite_episodes: int = 10
     suite_kwargs: dict[str, Any] = field(default_factory=dict)
@@ -46,7 +47,7 @@ ENTRIES: list[EnvEntry] = [
         description="web tasks in a real Chromium on bundled shop/forum/admin sites (WebArena-format tasks)",
         max_episode_steps=30,
         nondeterministic=True,
-        suite_agents=("random", "expert"),
+        suite_agents=("random", "expert", "lm"),
         suite_episodes=10,
         suite_kwargs={"split": "test"},
     ),
@@ -57,7 +58,7 @@ ENTRIES: list[EnvEntry] = [
         max_episode_steps=20,
         # Block timestamps follow the wall clock and info["timings"] varies; seeds fix task and score.
         nondeterministic=True,
-        suite_agents=("random", "oracle"),
+        suite_agents=("random", "oracle", "lm"),
         suite_episodes=12,
         suite_kwargs={"split": "atomic"},
     ),

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["tests._lm_fixtures"]  # evm_demos, tiny_lm
+
 REPO = Path(__file__).resolve().parents[1]
 GUESS = "tests._envs:LynnTest/Guess-v0"
 

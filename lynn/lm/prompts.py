@@ -27,6 +27,8 @@ EVMQUEST = "Lynn/EVMQuest-v0"
 LIVEWEB = "Lynn/LiveWeb-v0"
 WORLDMODEL = "Lynn/WebWorldModel-v0"
 LAST_RESULT_CHARS = 400
+#: Tokens kept free for a web action reply when a page is cut to the context (acting and training).
+WEB_REPLY_BUDGET = 96
 
 EVM_SYSTEM = (
     "You control an account on an EVM chain. Write Python that defines "
@@ -76,16 +78,32 @@ def _web_user(obs: dict[str, Any], axtree_lines: list[str], cut: int) -> str:
 
 def _web_messages(obs: dict[str, Any], fits: Callable[[Messages], bool] | None = None) -> Messages:
     lines = str(obs.get("axtree", "")).splitlines()
+    msgs = [
+        {"role": "system", "content": WEB_SYSTEM},
+        {"role": "user", "content": _web_user(obs, lines, 0)},
+    ]
+    return fit_web_messages(msgs, fits)
+
+
+def fit_web_messages(messages: Messages, fits: Callable[[Messages], bool] | None) -> Messages:
+    """Cut the page of a rendered web chat (the lines after ``Page:``) to the largest prefix of whole
+    lines for which ``fits`` holds, ending with ``… (N more lines)``. Used when acting and when
+    training, so a model trains on the same cut pages it sees."""
+    if fits is None or fits(messages):
+        return messages
+    head, sep, tree = messages[-1]["content"].partition("Page:\n")
+    if not sep:
+        return messages
+    lines = tree.splitlines()
+    if lines and lines[-1].startswith("… (") and lines[-1].endswith(" more lines)"):
+        lines = lines[:-1]
 
     def build(k: int) -> Messages:
-        return [
-            {"role": "system", "content": WEB_SYSTEM},
-            {"role": "user", "content": _web_user(obs, lines[:k], len(lines) - k)},
-        ]
+        cut = len(lines) - k
+        page = "\n".join(lines[:k]) + (f"\n… ({cut} more lines)" if cut else "")
+        return [*messages[:-1], {"role": messages[-1]["role"], "content": head + sep + page}]
 
-    if fits is None or fits(build(len(lines))):
-        return build(len(lines))
-    lo, hi = 0, len(lines)  # invariant: build(lo) fits or lo == 0; build(hi) does not fit
+    lo, hi = 0, len(lines)  # build(hi) does not fit; find the largest lo that does (or 0)
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if fits(build(mid)):

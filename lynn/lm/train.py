@@ -133,6 +133,18 @@ def _distill_replies(teacher_dir: str, demos: list[Any], context: int, progress:
     return distilled
 
 
+def _fit(tokenizer: Any, demo: Any, context: int) -> list[dict[str, str]]:
+    """A web demonstration's page cut exactly as :class:`lynn.agents.llm.LMPolicy` cuts it when acting."""
+    from lynn.lm.prompts import LIVEWEB, WEB_REPLY_BUDGET, WORLDMODEL, fit_web_messages
+    from lynn.lm.tokenizer import encode_chat
+
+    if demo.env_id not in (LIVEWEB, WORLDMODEL):
+        return demo.messages
+    budget = context - WEB_REPLY_BUDGET
+    prompt = fit_web_messages(demo.messages[:-1], lambda m: len(encode_chat(tokenizer, m)) <= budget)
+    return [*prompt, demo.messages[-1]]
+
+
 def _loss_png(history: list[dict[str, Any]], path: Path, title: str) -> None:
     import matplotlib
 
@@ -199,7 +211,7 @@ def train_lm(cfg: TrainConfig) -> dict[str, Any]:
 
     examples, dropped = [], 0
     for d in demos:
-        ex = encode_example(tokenizer, d.messages, context)
+        ex = encode_example(tokenizer, _fit(tokenizer, d, context), context)
         if ex is None:
             dropped += 1
         else:
@@ -248,6 +260,7 @@ def train_lm(cfg: TrainConfig) -> dict[str, Any]:
         disable_tqdm=not cfg.progress,
         dataloader_num_workers=0,
         remove_unused_columns=False,
+        train_sampling_strategy="group_by_length",  # batches of similar length: padding to a long axtree costs 5x a short script
     )
     trainer = Trainer(
         model=model,

@@ -21,10 +21,11 @@ import gymnasium as gym
 
 from lynn.agents import Agent
 from lynn.agents.llm.parse import parse_evm_reply, parse_web_reply
+from lynn.lm.prompts import WEB_REPLY_BUDGET
 
 EVMQUEST = "Lynn/EVMQuest-v0"
 WEB_IDS = ("Lynn/LiveWeb-v0", "Lynn/WebWorldModel-v0")
-MAX_NEW = {EVMQUEST: 640, "web": 96}
+MAX_NEW = {EVMQUEST: 640, "web": WEB_REPLY_BUDGET}
 
 
 class LMPolicy(Agent):

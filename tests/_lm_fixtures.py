@@ -1,4 +1,5 @@
-"""A tiny target LM trained once per test session on real EVMQuest oracle demonstrations (seconds)."""
+"""Session fixtures for the LM tests (loaded by tests/conftest.py): a tiny target LM trained once per
+test session on real EVMQuest oracle demonstrations (seconds)."""
 
 from __future__ import annotations
 
