@@ -48,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lookup-k", type=int, default=10, help="HF prompt_lookup_num_tokens")
     parser.add_argument("--theta", type=float, default=0.9, help="MARS threshold")
     parser.add_argument(
-        "--draft-confidence", type=float, default=0.0, help="our draft stops below this probability (0 = off)"
+        "--draft-confidence", type=float, default=0.4, help="our draft stops below this probability (0 = off)"
     )
     parser.add_argument("--repeats", type=int, default=1, help="rounds (methods take turns; best wall kept)")
     parser.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0 = torch's default)")

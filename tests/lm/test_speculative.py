@@ -220,7 +220,7 @@ def test_adaptive_gamma_fixed_gamma_and_config_errors(lm, ref):
         assert max(stats.accepted_lengths) <= cfg.gamma
     # Drafting stops early where the draft is unsure: fewer draft forwards, same output.
     full = speculative_generate(
-        target, ids[:8], DraftModelDrafter(draft), max_new_tokens=NEW, eos_token_id=None
+        target, ids[:8], DraftModelDrafter(draft, min_confidence=0.0), max_new_tokens=NEW, eos_token_id=None
     )
     sure = speculative_generate(target, ids[:8], DraftModelDrafter(draft, min_confidence=0.6), max_new_tokens=NEW,
                                 eos_token_id=None)  # fmt: skip
