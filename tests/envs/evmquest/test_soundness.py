@@ -64,8 +64,9 @@ def test_query_truth_is_not_memorisable(evm_env: EVMQuestEnv, task_id: str) -> N
     for seed in range(6):
         evm_env.reset(seed=seed, options={"task_id": task_id})
         truths.append(json.dumps(evm_env.before["truth"], sort_keys=True))
-    # Six seeds, six answers: a constant (what one seed had) passes no more often than chance.
-    assert len(set(truths)) == 6, (task_id, truths)
+    # A constant (what one seed had) passes no more often than chance: the counts (NFTs held, nonces) take
+    # ~16 values over the seeds, the amounts ~10^15, so at most one repeat in six seeds.
+    assert len(set(truths)) >= 5 and max(truths.count(t) for t in truths) <= 2, (task_id, truths)
 
 
 @pytest.mark.parametrize(
