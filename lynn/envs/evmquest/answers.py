@@ -32,6 +32,7 @@ class AnswerSpec:
 
     description: str = UNIT_INT
     fields: tuple[tuple[str, str], ...] = ()
+    kind: str = "int"  # of a single value: int, address, text or bool
 
     @property
     def names(self) -> tuple[str, ...]:
