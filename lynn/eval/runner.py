@@ -242,6 +242,11 @@ class _Episodes:
             agent.reset(seed=agent_seed(spec.seed))
             timings["reset_s"] = time.perf_counter() - t
             record["task_id"] = info.get("task_id", spec.task_id)
+            # A non-default scoring profile an env reports at reset is part of the row's split
+            # (EVMQuest: "atomic/reference"), so profiles never mix in one leaderboard row.
+            profile = info.get("scoring")
+            if isinstance(profile, str) and profile not in ("", "default") and record["split"]:
+                record["split"] = f"{record['split']}/{profile}"
             total, steps, last_error = 0.0, 0, info.get("error")
             while True:
                 t = time.perf_counter()

@@ -146,3 +146,22 @@ def test_dead_worker_process_is_a_clear_error_and_finished_episodes_stay(
     with pytest.raises(EvalError, match="worker process died"):
         evaluate(cfg)
     assert {r["episode"] for r in kept} <= {r["episode"] for r in _records(cfg)}
+
+
+def test_scoring_profile_is_part_of_the_split(tmp_path: Path) -> None:
+    """EVMQuest's reference profile lands in its own leaderboard row, never mixed with the default one."""
+    from lynn.eval.leaderboard import collect
+
+    for scoring in ("default", "reference"):
+        evaluate(
+            EvalConfig(
+                "Lynn/EVMQuest-v0",
+                agent="oracle",
+                tasks=["wbnb_deposit"],
+                env_kwargs={"scoring": scoring},
+                out=str(tmp_path / scoring),
+                progress=False,
+            )
+        )
+    splits = {r.split for r in collect(tmp_path)}
+    assert splits == {"atomic", "atomic/reference"}
