@@ -537,9 +537,9 @@ class BrowserSession:
             page.mouse.move(*self._xy(a["x"], a["y"]))
             getattr(page.mouse, name.split("_")[1])(button=a["button"])
         elif name == "mouse_click":
-            page.mouse.click(*self._xy(a["x"], a["y"]), button=a["button"])
+            self._await_navigation(lambda: page.mouse.click(*self._xy(a["x"], a["y"]), button=a["button"]))
         elif name == "mouse_dblclick":
-            page.mouse.dblclick(*self._xy(a["x"], a["y"]), button=a["button"])
+            self._await_navigation(lambda: page.mouse.dblclick(*self._xy(a["x"], a["y"]), button=a["button"]))
         elif name == "mouse_drag_and_drop":
             page.mouse.move(*self._xy(a["from_x"], a["from_y"]))
             page.mouse.down()
@@ -593,6 +593,18 @@ class BrowserSession:
                 loc.uncheck()
         self._settle()
         return None
+
+    def _await_navigation(self, act: Any, window_ms: float = 300.0) -> None:
+        """Run a raw mouse action and give a navigation it starts ``window_ms`` to begin. Locator clicks
+        wait for the navigations they start; ``page.mouse`` does not, so a form submitted by a
+        coordinate click would otherwise be observed before it leaves the page (BrowserGym waits 500 ms
+        before every observation by default; this waits only for coordinate clicks that navigate nowhere)."""
+        try:
+            with self.page.expect_navigation(wait_until="commit", timeout=window_ms):
+                act()
+        except Exception as exc:  # noqa: BLE001  (no navigation in the window: a click that stays on the page)
+            if "Timeout" not in str(exc) and "timeout" not in str(exc):
+                raise
 
     def _settle(self) -> None:
         """Wait for a navigation the action started to reach DOMContentLoaded (local sites: a few ms)."""
