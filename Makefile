@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
 RESULTS ?= results
 
-.PHONY: run test bench lint venv system chromium node clean contracts
+.PHONY: run test bench lint venv system chromium node clean contracts mutate
 
 # The venv: CPU torch first (an unpinned torch pulls a multi-GB CUDA build), then the package with every CPU extra.
 $(STAMP): pyproject.toml
@@ -46,6 +46,11 @@ bench: venv system
 # Rebuild the EVMQuest contract artifacts (committed; the runtime needs no node) with the pinned solc-js.
 contracts: node
 	node lynn/envs/evmquest/contracts/build.js
+
+# Mutation testing of the scoring/parsing/routing/staleness code (scripts/mutate.py, docs/mutation.md); not part of `test`.
+mutate: venv
+	$(BIN)/pip install -q --disable-pip-version-check -e '.[mutate]' $(QUIET)
+	nice $(BIN)/python scripts/mutate.py $(MODULES)
 
 lint: venv
 	$(BIN)/ruff check lynn tests benchmarks examples
