@@ -1,0 +1,282 @@
+"""World models without a neural network: *copy*, *nearest neighbour* and the *page memory*.
+
+Every world model here has the interface the env uses: ``predict(batch) -> list[str]``, one Δ text
+(:mod:`lynn.envs.worldmodel.delta`) per ``(goal, obs, action)`` of the batch.
+
+- :class:`CopyModel` predicts no change (URL, title and page stay).
+- :class:`NearestNeighbourModel` retrieves the most similar training transition — same action kind, a
+  target element of the same role and name, a page of the same URL pattern, a similar goal — and
+  returns *its* Δ unchanged (its hunks land on the current page through their anchor lines).
+- :class:`PageMemory` keeps every page seen in training keyed by its URL (latest version wins). As a
+  model on its own (:class:`MemoryModel`) it reads the next URL off the page (a link's ``/url:``, a
+  ``goto``'s argument), answers with the remembered page when there is one, and falls back to the
+  nearest neighbour's Δ otherwise; it also complements a learned model (:mod:`.model`).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from lynn.envs.worldmodel.delta import (
+    Delta,
+    action_target,
+    compute_delta,
+    page_frame,
+    parse_delta,
+    relative_url,
+    strip_frame,
+)
+
+Item = tuple[str, dict[str, Any], str]  # (goal, obs, action)
+
+
+class CopyModel:
+    """Predicts that nothing changes."""
+
+    name = "copy"
+
+    def predict(self, batch: Sequence[Item]) -> list[str]:
+        out = []
+        for _goal, obs, action in batch:
+            name = (action or "").split("(", 1)[0].strip() or "action"
+            d = Delta(
+                relative_url(str(obs.get("url", "")), str(obs.get("url", ""))),
+                str(obs.get("title", "")),
+                page_frame(str(obs.get("axtree", ""))),
+                f"{name} -> no visible change",
+            )
+            out.append(d.to_text())
+        return out
+
+
+_DIGITS = re.compile(r"\d+")
+_ACT_NAME = re.compile(r"^\s*(\w+)\s*\(")
+
+
+def url_pattern(url: str) -> str:
+    """``http://h:1/product/59?q=x`` -> ``/product/#?q``."""
+    rel = re.sub(r"^https?://[^/]+", "", url)
+    path, _, query = rel.partition("?")
+    keys = ",".join(sorted(k.split("=", 1)[0] for k in query.split("&") if k))
+    return _DIGITS.sub("#", path) + (f"?{keys}" if keys else "")
+
+
+def element_block(axtree: str, bid: str) -> tuple[str, str]:
+    """(the element's line without id and indentation, the first ``/url:`` in its subtree)."""
+    lines = axtree.split("\n")
+    tag = f"[{bid}] "
+    for i, line in enumerate(lines):
+        s = line.lstrip()
+        if s.startswith(tag):
+            depth = len(line) - len(s)
+            url = ""
+            for nxt in lines[i + 1 :]:
+                ns = nxt.lstrip()
+                if len(nxt) - len(ns) <= depth:
+                    break
+                if ns.startswith("/url: "):
+                    url = ns[len("/url: ") :].strip()
+                    break
+            return s[len(tag) :].rstrip(":"), url
+    return "", ""
+
+
+def _features(goal: str, obs: dict[str, Any], action: str) -> dict[str, Any]:
+    m = _ACT_NAME.match(action or "")
+    bid = action_target(action)
+    target, link = element_block(str(obs.get("axtree", "")), bid) if bid else ("", "")
+    return {
+        "act": m.group(1) if m else "",
+        "url": url_pattern(str(obs.get("url", ""))),
+        "target": _DIGITS.sub("#", target),
+        "target_words": set(re.findall(r"\w+", target.lower())),
+        "link": url_pattern(link) if link else "",
+        "goal": set(re.findall(r"[a-z]+", goal.lower())),
+    }
+
+
+class NearestNeighbourModel:
+    """Returns the Δ of the most similar training transition.
+
+    Args:
+        transitions: training transition records (:mod:`lynn.envs.worldmodel.data`).
+    """
+
+    name = "nearest"
+
+    def __init__(self, transitions: Iterable[dict[str, Any]]) -> None:
+        self.rows = []
+        for r in transitions:
+            f = _features(r.get("goal", ""), r["obs"], r["action"])
+            self.rows.append((f, r))
+        if not self.rows:
+            raise ValueError("the nearest-neighbour world model needs at least one training transition")
+        self._deltas: dict[int, Delta] = {}
+
+    @staticmethod
+    def _sim(a: dict[str, Any], b: dict[str, Any]) -> float:
+        s = 4.0 * (a["act"] == b["act"]) + 3.0 * (a["url"] == b["url"])
+        tu = a["target_words"] | b["target_words"]
+        s += 2.0 * (a["target"] == b["target"]) + 1.5 * (
+            len(a["target_words"] & b["target_words"]) / len(tu) if tu else 1.0
+        )
+        s += 1.0 * (a["link"] == b["link"])
+        union = a["goal"] | b["goal"]
+        s += 1.0 * (len(a["goal"] & b["goal"]) / len(union) if union else 0.0)
+        return s
+
+    def neighbour(self, goal: str, obs: dict[str, Any], action: str) -> dict[str, Any]:
+        """The most similar training transition (ties: the first recorded)."""
+        f = _features(goal, obs, action)
+        best = max(range(len(self.rows)), key=lambda i: (self._sim(f, self.rows[i][0]), -i))
+        return self.rows[best][1]
+
+    def delta_of(self, row: dict[str, Any]) -> Delta:
+        key = id(row)
+        if key not in self._deltas:
+            d = compute_delta(row["obs"], row["action"], row["next_obs"])
+            for h in d.hunks:
+                h.removed = None  # the compact form a model writes: anchors, no removed lines
+            self._deltas[key] = d
+        return self._deltas[key]
+
+    def adapted(self, obs: dict[str, Any], row: dict[str, Any]) -> Delta:
+        """The neighbour's Δ, with what is relative in it made relative to ``obs``: a neighbour that stayed
+        on its URL keeps this page's URL and title, and id prefixes advance as the neighbour's did."""
+        d = copy.deepcopy(self.delta_of(row))
+        f0 = page_frame(str(obs.get("axtree", "")))
+        nf0, nf1 = (
+            page_frame(str(row["obs"].get("axtree", ""))),
+            page_frame(str(row["next_obs"].get("axtree", ""))),
+        )
+        if d.frame != "=":
+            d.frame = f0 if nf1 == nf0 else next_frame(f0)
+        if row["obs"].get("url") == row["next_obs"].get("url"):
+            d.url = relative_url(str(obs.get("url", "")), str(obs.get("url", "")))
+            if row["obs"].get("title") == row["next_obs"].get("title"):
+                d.title = str(obs.get("title", ""))
+        return d
+
+    def predict(self, batch: Sequence[Item]) -> list[str]:
+        return [self.adapted(o, self.neighbour(g, o, a)).to_text() for g, o, a in batch]
+
+
+def next_frame(frame: str) -> str:
+    """The id prefix of the document after a navigation from one with prefix ``frame``."""
+    return f"f{int(frame[1:]) + 1}" if frame.startswith("f") and frame[1:].isdigit() else "f1"
+
+
+class PageMemory:
+    """Pages seen in training keyed by URL (relative to the site's origin, id prefix removed)."""
+
+    def __init__(self, transitions: Iterable[dict[str, Any]] = ()) -> None:
+        self.pages: dict[str, tuple[str, str]] = {}
+        for r in transitions:
+            # Pages as they look on arrival (the next page of a navigation), not after the agent typed.
+            if r["obs"].get("url") != r["next_obs"].get("url") or page_frame(
+                str(r["obs"].get("axtree", ""))
+            ) != page_frame(str(r["next_obs"].get("axtree", ""))):
+                self.add(r["next_obs"])
+
+    def add(self, obs: dict[str, Any]) -> None:
+        url = relative_url(str(obs.get("url", "")), str(obs.get("url", "")))
+        ax = str(obs.get("axtree", ""))
+        self.pages[url] = (str(obs.get("title", "")), strip_frame(ax, page_frame(ax)))
+
+    def get(self, url: str) -> tuple[str, str] | None:
+        """(title, frame-free axtree) of the page at ``url`` (relative), or None."""
+        return self.pages.get(url)
+
+    def __len__(self) -> int:
+        return len(self.pages)
+
+    def replace_page(self, obs: dict[str, Any], delta_text: str, action: str) -> str:
+        """``delta_text`` with its page edits replaced by the remembered page of its URL, when the Δ leaves
+        the current URL and that page is remembered; otherwise ``delta_text`` unchanged."""
+        try:
+            d = parse_delta(delta_text)
+        except ValueError:
+            return delta_text
+        cur = relative_url(str(obs.get("url", "")), str(obs.get("url", "")))
+        hit = self.get(d.url)
+        if d.url == cur or hit is None:
+            return delta_text
+        return self.delta_to(obs, action, d.url, hit, d.summary, d.frame).to_text()
+
+    @staticmethod
+    def delta_to(
+        obs: dict[str, Any],
+        action: str,
+        url: str,
+        page: tuple[str, str],
+        summary: str | None,
+        frame: str | None,
+    ) -> Delta:
+        ax0 = str(obs.get("axtree", ""))
+        f1 = frame if frame and frame != page_frame(ax0) else next_frame(page_frame(ax0))
+        title, ax = page
+        nxt = {"url": url, "title": title, "axtree": ax if not f1 else _with_frame(ax, f1)}
+        rel_obs = dict(obs, url=relative_url(str(obs.get("url", "")), str(obs.get("url", ""))))
+        d = compute_delta(rel_obs, action, nxt)
+        if summary is not None:
+            d.summary = summary
+        return d
+
+
+def _with_frame(ax: str, frame: str) -> str:
+    from lynn.envs.worldmodel.delta import add_frame
+
+    return add_frame(ax, frame)
+
+
+class MemoryModel:
+    """The page memory as a world model: the next URL read off the page, the remembered page for it, and
+    the nearest neighbour's Δ where memory has nothing.
+
+    Args:
+        transitions: training transitions (memory and neighbours).
+    """
+
+    name = "memory"
+
+    def __init__(self, transitions: Iterable[dict[str, Any]]) -> None:
+        rows = list(transitions)
+        self.nn = NearestNeighbourModel(rows)
+        self.memory = PageMemory(rows)
+
+    def predict(self, batch: Sequence[Item]) -> list[str]:
+        out = []
+        for goal, obs, action in batch:
+            nn_text = self.nn.adapted(obs, self.nn.neighbour(goal, obs, action)).to_text()
+            url = predicted_url(obs, action)
+            page = self.memory.get(url) if url else None
+            cur = relative_url(str(obs.get("url", "")), str(obs.get("url", "")))
+            if url and url != cur and page is not None:
+                name = (action or "").split("(", 1)[0].strip()
+                bid = action_target(action)
+                target = element_block(str(obs.get("axtree", "")), bid)[0] if bid else ""
+                summary = f"{name} {target}".strip() + f' -> opened {url} "{page[0]}"'
+                out.append(PageMemory.delta_to(obs, action, url, page, summary, None).to_text())
+            else:
+                out.append(nn_text)
+        return out
+
+
+def predicted_url(obs: dict[str, Any], action: str) -> str:
+    """The URL an action leads to when the page says it (a link's ``/url:``, ``goto``), else ``""``."""
+    m = _ACT_NAME.match(action or "")
+    name = m.group(1) if m else ""
+    if name == "goto":
+        arg = re.match(r"""^\s*goto\(\s*['"]([^'"]*)['"]""", action)
+        return relative_url(arg.group(1), str(obs.get("url", ""))) if arg else ""
+    if name == "click":
+        bid = action_target(action)
+        _, link = element_block(str(obs.get("axtree", "")), bid) if bid else ("", "")
+        if link.startswith("/"):
+            return link
+        if link.startswith("http"):
+            return relative_url(link, str(obs.get("url", "")))
+    return ""
