@@ -237,6 +237,7 @@ def cmd_train_lm(args: argparse.Namespace) -> int:
         resume=args.resume,
         threads=args.threads,
         progress=not args.no_progress,
+        minimal_abi=args.minimal_abi,
     )
     summary = train_lm(cfg)
     print(
@@ -422,10 +423,16 @@ def build_parser() -> argparse.ArgumentParser:
     lm.add_argument("--vocab-size", type=int, default=None)
     lm.add_argument("--seed", type=int, default=0)
     lm.add_argument("--threads", type=int, help="torch threads (1 is fastest on a loaded 2-core machine)")
+    lm.add_argument(
+        "--minimal-abi", action="store_true", help="EVMQuest: train on replies with the ABI JSON cut to what web3 reads"
+    )
     lm.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --out")
     lm.add_argument("--json", action="store_true")
     lm.add_argument("--no-progress", action="store_true")
     lm.set_defaults(func=cmd_train_lm)
+    from lynn.envs.worldmodel.train import add_train_parsers  # light: heavy imports run in the commands
+
+    add_train_parsers(tsub)  # lynn train world-model / reward-model
 
     p = sub.add_parser("doctor", help="check dependencies and print the commands that fix what is missing")
     p.set_defaults(func=cmd_doctor)

@@ -52,6 +52,16 @@ ENTRIES: list[EnvEntry] = [
         suite_kwargs={"split": "test"},
     ),
     EnvEntry(
+        id="Lynn/WebWorldModel-v0",
+        entry_point="lynn.envs.worldmodel.worldmodel_env:WebWorldModelEnv",
+        description="the LiveWeb tasks stepped by a learned web world model (DynaWeb Δ) and a reward model",
+        max_episode_steps=30,
+        nondeterministic=True,  # info["timings"] are wall-clock; an LM world model may sample
+        # Needs model=/reward_model= folders (`lynn train world-model`): not in the default suite run.
+        suite_agents=(),
+        suite_kwargs={"split": "test"},
+    ),
+    EnvEntry(
         id="Lynn/EVMQuest-v0",
         entry_point="lynn.envs.evmquest.evmquest_env:EVMQuestEnv",
         description="natural-language transaction tasks on a real EVM chain, scripts sandboxed (EVM-QuestBench)",

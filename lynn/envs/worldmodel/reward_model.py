@@ -1,0 +1,323 @@
+"""The reward model of imagined episodes: P(task success | goal, trajectory, final page, answer).
+
+A logistic regression over features a task's evaluator cares about (is the answer on the final page,
+are the goal's values and names on it, did the trajectory submit a form, did the page confirm, ...),
+each crossed with the task kind (``info`` / ``modify`` / ``nav``, from the LiveWeb task file), trained
+with scikit-learn and saved as plain JSON weights (``reward.json``; no pickle).
+
+**Training data** (:func:`reward_examples`), from ``lynn collect`` expert transitions:
+
+- positives: each real episode's final state and answer (the LiveWeb evaluator's reward 1);
+- hard negatives, *corrupted answers*: the final state with another instance's answer of the same
+  template, or the answer's digits changed (``info`` tasks: the evaluator's string match fails);
+- negatives, *truncated runs*: the episode stopped before its last state-changing action, with the
+  expert's final message (``modify``/``nav``: the change or the navigation never happened), and
+  ``info`` episodes stopped with no answer (a truncated episode scores 0).
+
+These negatives follow the evaluator's rules rather than being re-scored live (ε-random runs were not
+collected here); the positives are real outcomes.
+
+``self_assess`` (:class:`SelfAssessReward`) is the other option: the policy LM answers "Did the agent
+complete the goal? yes/no" about the final page (DynaWeb's self-assessment).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from lynn.envs.worldmodel.baselines import element_block
+from lynn.envs.worldmodel.data import episodes, template_of
+from lynn.envs.worldmodel.delta import action_target
+
+KINDS = ("info", "modify", "nav")
+_WORD = re.compile(r"[a-z0-9]+(?:[.,][0-9]+)*")
+_VALUE = re.compile(r"\$?\d+(?:[.,]\d+)*|“[^”]+”|\"[^\"]+\"|'[^']+'")
+_SUBMIT = re.compile(
+    r"\b(save|submit|update|post|add|place|buy|apply|vote|create|comment|remove|confirm|send)\b", re.I
+)
+_CONFIRM = re.compile(
+    r"\b(saved|updated|posted|added|placed|success|thank|created|removed|confirmed)\b", re.I
+)
+_STOP = re.compile(r"""^\s*(send_msg_to_user|report_infeasible)\(\s*(['"])(.*)\2\s*\)\s*$""", re.S)
+BASE_FEATURES = (
+    "bias",
+    "has_answer",
+    "answer_in_page",
+    "answer_token_frac",
+    "goal_values_in_page",
+    "goal_words_in_title",
+    "goal_words_in_url",
+    "submits",
+    "confirm_words",
+    "steps",
+    "infeasible",
+)
+
+
+def task_kinds() -> dict[str, str]:
+    """Template -> kind, read from the bundled LiveWeb task file (no browser is started)."""
+    from lynn.envs.liveweb.liveweb_env import LiveWebEnv
+
+    return {template_of(t["task_id"]): str(t.get("kind") or "info") for t in LiveWebEnv.list_tasks()}
+
+
+def answer_of(action: str) -> tuple[str | None, bool]:
+    """(the text of a ``send_msg_to_user``/``report_infeasible`` action, whether it is infeasible)."""
+    m = _STOP.match(action or "")
+    if not m:
+        return None, False
+    return m.group(3), m.group(1) == "report_infeasible"
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+def features(
+    goal: str,
+    kind: str,
+    steps: Sequence[tuple[dict[str, Any], str]],
+    final: dict[str, Any],
+    answer: str | None,
+    infeasible: bool = False,
+) -> dict[str, float]:
+    """The feature vector (by name) of one episode: ``steps`` are (observation, action) pairs."""
+    page = str(final.get("axtree", ""))
+    low = page.lower()
+    page_words = set(_words(page))
+    ans = (answer or "").strip()
+    aw = _words(ans)
+    values = [v.strip("“”\"'").lower() for v in _VALUE.findall(goal)]
+    gw = [w for w in _words(goal) if len(w) > 3]
+    title_w = set(_words(str(final.get("title", ""))))
+    url_w = set(_words(str(final.get("url", "")).split("/", 3)[-1]))
+    submits = 0
+    for o, a in steps:
+        bid = action_target(a)
+        if bid and a.lstrip().startswith("click"):
+            line, _ = element_block(str(o.get("axtree", "")), bid)
+            submits += bool(_SUBMIT.search(line)) and line.startswith("button")
+    base = {
+        "bias": 1.0,
+        "has_answer": float(bool(ans)),
+        "answer_in_page": float(bool(ans) and ans.lower() in low),
+        "answer_token_frac": (sum(w in page_words for w in aw) / len(aw)) if aw else 0.0,
+        "goal_values_in_page": (sum(v in low for v in values) / len(values)) if values else 0.0,
+        "goal_words_in_title": (sum(w in title_w for w in gw) / len(gw)) if gw else 0.0,
+        "goal_words_in_url": (sum(w in url_w for w in gw) / len(gw)) if gw else 0.0,
+        "submits": float(min(submits, 3)),
+        "confirm_words": float(bool(_CONFIRM.search(page))),
+        "steps": math.log1p(len(steps)),
+        "infeasible": float(infeasible),
+    }
+    out = dict(base)
+    for k in KINDS:
+        on = float(kind == k)
+        for name, v in base.items():
+            out[f"{k}*{name}"] = on * v
+    return out
+
+
+def _vector(f: dict[str, float], names: Sequence[str]) -> list[float]:
+    return [f.get(n, 0.0) for n in names]
+
+
+def _corrupt(answer: str, rng: random.Random) -> str:
+    digits = [i for i, c in enumerate(answer) if c.isdigit()]
+    if digits:
+        i = rng.choice(digits)
+        return answer[:i] + str((int(answer[i]) + rng.randint(1, 8)) % 10) + answer[i + 1 :]
+    return answer + " (not sure)" if answer else "unknown"
+
+
+def reward_examples(
+    rows: Sequence[dict[str, Any]], kinds: dict[str, str], seed: int = 0
+) -> list[tuple[dict[str, float], int, str]]:
+    """(features, label, why) for the positives and negatives described in the module docstring."""
+    rng = random.Random(seed)
+    eps = [e for e in episodes(rows) if e and e[-1].get("reward", 0) >= 1.0]
+    answers: dict[str, set[str]] = {}
+    for e in eps:
+        ans, _ = answer_of(e[-1]["action"])
+        if ans is not None:
+            answers.setdefault(template_of(e[0]["task_id"]), set()).add(ans)
+    out: list[tuple[dict[str, float], int, str]] = []
+    for e in eps:
+        tid = e[0]["task_id"]
+        kind = kinds.get(template_of(tid), "info")
+        goal = e[0].get("goal", "")
+        steps = [(r["obs"], r["action"]) for r in e]
+        final = e[-1]["next_obs"]
+        ans, inf = answer_of(e[-1]["action"])
+        out.append((features(goal, kind, steps, final, ans, inf), 1, "expert"))
+        if kind == "info" and ans is not None:
+            others = sorted(answers.get(template_of(tid), set()) - {ans})
+            wrong = rng.choice(others) if others and rng.random() < 0.5 else _corrupt(ans, rng)
+            if wrong != ans:
+                out.append((features(goal, kind, steps, final, wrong), 0, "corrupted answer"))
+            if len(e) > 1:
+                k = rng.randint(1, len(e) - 1)
+                out.append((features(goal, kind, steps[:k], e[k]["obs"], None), 0, "truncated, no answer"))
+        elif len(e) > 1:
+            changing = [
+                i for i, r in enumerate(e[:-1]) if r["obs"].get("axtree") != r["next_obs"].get("axtree")
+            ]
+            if changing:
+                k = rng.randint(0, changing[-1])  # stop before the last change
+                out.append(
+                    (features(goal, kind, steps[:k], e[k]["obs"], ans), 0, "truncated before the last change")
+                )
+    return out
+
+
+class RewardModel:
+    """Logistic regression over :func:`features`; ``score`` is P(success)."""
+
+    def __init__(
+        self,
+        names: Sequence[str],
+        coef: Sequence[float],
+        mean: Sequence[float],
+        scale: Sequence[float],
+        kinds: dict[str, str] | None = None,
+        threshold: float = 0.5,
+    ) -> None:
+        self.names, self.coef, self.mean, self.scale = list(names), list(coef), list(mean), list(scale)
+        self.kinds = dict(kinds or {})
+        self.threshold = float(threshold)
+
+    @classmethod
+    def fit(
+        cls, examples: Sequence[tuple[dict[str, float], int, str]], kinds: dict[str, str], c: float = 1.0
+    ) -> RewardModel:
+        import numpy as np
+        from sklearn.linear_model import LogisticRegression
+
+        names = sorted({n for f, _, _ in examples for n in f} - {"bias"} | {"bias"})
+        x = np.array([_vector(f, names) for f, _, _ in examples], dtype=float)
+        y = np.array([lab for _, lab, _ in examples])
+        if len(set(y.tolist())) < 2:
+            raise ValueError("the reward model needs both successes and failures")
+        mean, scale = x.mean(0), x.std(0)
+        scale[scale == 0] = 1.0
+        mean[names.index("bias")], scale[names.index("bias")] = 0.0, 1.0
+        clf = LogisticRegression(C=c, max_iter=2000, fit_intercept=False).fit((x - mean) / scale, y)
+        return cls(names, clf.coef_[0].tolist(), mean.tolist(), scale.tolist(), kinds)
+
+    def score_features(self, f: dict[str, float]) -> float:
+        z = sum(
+            w * (v - m) / s
+            for w, v, m, s in zip(self.coef, _vector(f, self.names), self.mean, self.scale, strict=True)
+        )
+        return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, z))))
+
+    def score(
+        self,
+        task_id: str,
+        goal: str,
+        steps: Sequence[tuple[dict[str, Any], str]],
+        final: dict[str, Any],
+        answer: str | None,
+        infeasible: bool = False,
+    ) -> float:
+        """P(success) of an episode of ``task_id`` ending on ``final`` with ``answer``."""
+        kind = self.kinds.get(template_of(task_id), "info")
+        return self.score_features(features(goal, kind, steps, final, answer, infeasible))
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(
+            json.dumps(
+                {
+                    "names": self.names,
+                    "coef": self.coef,
+                    "mean": self.mean,
+                    "scale": self.scale,
+                    "kinds": self.kinds,
+                    "threshold": self.threshold,
+                },
+                indent=1,
+            )
+        )
+
+    @classmethod
+    def load(cls, path: str | Path) -> RewardModel:
+        p = Path(path)
+        if p.is_dir():
+            p = p / "reward.json"
+        if not p.exists():
+            raise ValueError(
+                f"no reward model at {p}; train one with `lynn train reward-model --data DIR --out DIR`"
+            )
+        d = json.loads(p.read_text())
+        return cls(d["names"], d["coef"], d["mean"], d["scale"], d.get("kinds"), d.get("threshold", 0.5))
+
+
+def evaluate_reward(
+    model: RewardModel, examples: Sequence[tuple[dict[str, float], int, str]]
+) -> dict[str, float]:
+    """Accuracy (at the model's threshold) and ROC AUC."""
+    from lynn.envs.worldmodel.metrics import roc_auc
+
+    scores = [model.score_features(f) for f, _, _ in examples]
+    labels = [lab for _, lab, _ in examples]
+    acc = sum((s >= model.threshold) == bool(y) for s, y in zip(scores, labels, strict=True)) / max(
+        1, len(labels)
+    )
+    return {"n": len(labels), "positives": sum(labels), "accuracy": acc, "auc": roc_auc(labels, scores)}
+
+
+def train_reward_model(
+    data: Sequence[str], out: str, seed: int = 0, all_templates: bool = False
+) -> dict[str, Any]:
+    """``lynn train reward-model``: fit on the train split (held-out templates removed unless ``all_templates``),
+    measure on the held-out sets, write ``reward.json`` into ``out``."""
+    from lynn.envs.worldmodel.data import heldout_sets, read_transitions, training_split
+
+    rows = read_transitions(*data)
+    train = [r for r in rows if r.get("split") == "train"] if all_templates else training_split(rows)
+    kinds = task_kinds()
+    model = RewardModel.fit(reward_examples(train, kinds, seed), kinds)
+    Path(out).mkdir(parents=True, exist_ok=True)
+    model.save(Path(out) / "reward.json")
+    summary: dict[str, Any] = {"train": evaluate_reward(model, reward_examples(train, kinds, seed))}
+    for name, held in heldout_sets(rows).items():
+        if held:
+            summary[name] = evaluate_reward(model, reward_examples(held, kinds, seed + 1))
+    summary["out"] = str(Path(out) / "reward.json")
+    return summary
+
+
+class SelfAssessReward:
+    """Self-assessment by a policy LM (any :mod:`lynn.lm.backends` generator): P(success) is 1 when it
+    answers yes to "did the agent complete the goal?" about the final page, else 0."""
+
+    def __init__(self, generator: Any, max_page_chars: int = 3000) -> None:
+        self.generator = generator
+        self.max_page_chars = max_page_chars
+
+    def score(
+        self,
+        task_id: str,
+        goal: str,
+        steps: Sequence[tuple[dict[str, Any], str]],
+        final: dict[str, Any],
+        answer: str | None,
+        infeasible: bool = False,
+    ) -> float:
+        msgs = [
+            {"role": "system", "content": "You judge web agents. Reply yes or no."},
+            {
+                "role": "user",
+                "content": f"Goal: {goal}\nActions: {'; '.join(a for _, a in steps)}\nAnswer: {answer or 'none'}\n"
+                f"Final URL: {final.get('url', '')}\nFinal page:\n{str(final.get('axtree', ''))[: self.max_page_chars]}\n"
+                "Did the agent complete the goal? yes or no.",
+            },
+        ]
+        text = self.generator.generate([msgs], max_new_tokens=4)[0].text.strip().lower()
+        return 1.0 if text.startswith("yes") else 0.0

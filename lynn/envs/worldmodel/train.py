@@ -1,0 +1,313 @@
+"""``lynn train world-model`` and ``lynn train reward-model``.
+
+World model: from ``lynn collect`` transitions (train split, held-out templates removed unless
+``all_templates``), build one (prompt, Δ) pair per transition (:mod:`.model`: the retrieved Δ in each
+prompt comes from *another* task instance, as it will at test time), then train a LLaMA-style LM with
+:func:`lynn.lm.train.train_lm` (transformers' ``Trainer``: progress bar, checkpoints, resume, loss PNG,
+``save_pretrained``). ``lynn.lm`` trains on chat demonstrations whose prompt it may cut from the left;
+our pairs are written as demonstrations that already fit the context (the page cut by whole lines, the
+Δ cut to the reply budget), with a tokenizer trained first on the pairs themselves and handed over as a
+fresh initial model (``base``), so nothing in ``lynn.lm`` needed changing.
+
+The output folder: ``worldmodel.json`` (kind, context, reply budget, held-out templates), ``memory.jsonl``
+(the training transitions: retrieval and page memory), ``starts.jsonl`` (real start pages of every task
+instance seen in the data, any split: what the env resets to), ``lm/`` (the model) and ``reward.json``
+when a reward model is trained. ``kind="nearest"``/``"memory"`` write no LM (seconds).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lynn.envs.worldmodel.data import HELDOUT_TEMPLATES, read_transitions, start_pages, training_split
+from lynn.envs.worldmodel.delta import END, compute_delta
+from lynn.envs.worldmodel.model import (
+    CONFIG_FILE,
+    MEMORY_FILE,
+    REPLY_TOKENS,
+    STARTS_FILE,
+    WM_SYSTEM,
+    fit_prompt,
+    world_prompt,
+)
+
+KINDS = ("lm", "memory", "nearest", "copy")
+
+
+@dataclass
+class WorldModelConfig:
+    """``lynn train world-model`` options.
+
+    Attributes:
+        data: ``lynn collect`` output folders/files with transitions (train split used for training;
+            every split's start pages are recorded for the env).
+        out: output folder.
+        kind: ``lm`` (a trained LM), ``memory`` (page memory + nearest neighbour), ``nearest``, ``copy``.
+        size: ``lynn.lm.train.SIZES`` preset of the LM.
+        context: tokens per example; reply_tokens: the Δ budget within it.
+        epochs, max_minutes, batch_size, lr, seed, resume, progress, threads: as ``lynn train lm``.
+        all_templates: train on every template (else :data:`HELDOUT_TEMPLATES` are held out).
+        vocab_size: BPE vocabulary of the LM.
+    """
+
+    data: list[str]
+    out: str
+    kind: str = "lm"
+    size: str = "base"
+    context: int = 1024
+    reply_tokens: int = REPLY_TOKENS
+    epochs: float = 6.0
+    max_minutes: float | None = 20.0
+    batch_size: int = 8
+    lr: float = 2e-3
+    seed: int = 0
+    resume: bool = False
+    progress: bool = True
+    threads: int | None = None
+    all_templates: bool = False
+    vocab_size: int = 4096
+    heldout: list[str] = field(default_factory=lambda: list(HELDOUT_TEMPLATES))
+
+
+def cut_reply(text: str, count: Any, budget: int) -> str:
+    """``text`` (a Δ ending with ``[End]``) cut after whole lines to fit ``budget`` tokens, closed with ``[End]``."""
+    if count(text) <= budget:
+        return text
+    lines = text.split("\n")[:-1]
+    lo, hi = 6, len(lines)  # the header and fields always stay
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if count("\n".join(lines[:mid] + [END])) <= budget:
+            lo = mid
+        else:
+            hi = mid
+    return "\n".join(lines[:lo] + [END])
+
+
+def training_pairs(rows: list[dict[str, Any]], seed: int = 0) -> list[tuple[list[dict[str, str]], str, dict]]:
+    """(prompt messages, Δ reply, record) per transition; retrieval excludes the transition's own instance."""
+    from lynn.envs.worldmodel.baselines import NearestNeighbourModel
+
+    nn = NearestNeighbourModel(rows)
+    own: dict[str, list[int]] = {}
+    for i, (_f, r) in enumerate(nn.rows):
+        own.setdefault(r["task_id"], []).append(i)
+    pairs = []
+    for r in rows:
+        keep = nn.rows
+        nn.rows = [x for x in keep if x[1]["task_id"] != r["task_id"]] or keep
+        try:
+            similar = nn.adapted(r["obs"], nn.neighbour(r.get("goal", ""), r["obs"], r["action"])).to_text()
+        finally:
+            nn.rows = keep
+        reply = compute_delta(r["obs"], r["action"], r["next_obs"]).to_text()
+        pairs.append((world_prompt(r.get("goal", ""), r["obs"], r["action"], similar), reply, r))
+    random.Random(seed).shuffle(pairs)
+    return pairs
+
+
+def _write_common(
+    out: Path, rows: list[dict[str, Any]], train: list[dict[str, Any]], cfg: WorldModelConfig
+) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    with (out / MEMORY_FILE).open("w", encoding="utf-8") as fh:
+        for r in train:
+            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+    with (out / STARTS_FILE).open("w", encoding="utf-8") as fh:
+        for s in start_pages(rows):
+            fh.write(json.dumps(s, ensure_ascii=False) + "\n")
+
+
+def train_world_model(cfg: WorldModelConfig) -> dict[str, Any]:
+    """Train (or resume) a world model; returns the summary also written to ``worldmodel.json``."""
+    if cfg.kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {cfg.kind!r}")
+    started = time.monotonic()
+    rows = read_transitions(*cfg.data)
+    train = (
+        [r for r in rows if r.get("split") == "train"]
+        if cfg.all_templates
+        else training_split(rows, cfg.heldout)
+    )
+    if not train:
+        raise ValueError(
+            f"no train-split transitions in {cfg.data} (collect some with `lynn collect Lynn/LiveWeb-v0 --split train`)"
+        )
+    out = Path(cfg.out)
+    _write_common(out, rows, train, cfg)
+    summary: dict[str, Any] = {
+        "kind": cfg.kind,
+        "transitions": len(train),
+        "heldout_templates": [] if cfg.all_templates else list(cfg.heldout),
+        "context": cfg.context,
+        "reply_tokens": cfg.reply_tokens,
+        "config": asdict(cfg),
+    }
+    if cfg.kind == "lm":
+        summary.update(_train_lm(cfg, train, out))
+        summary["lm"] = "lm"
+    summary["minutes"] = (time.monotonic() - started) / 60
+    (out / CONFIG_FILE).write_text(json.dumps(summary, indent=1))
+    return summary
+
+
+def _train_lm(cfg: WorldModelConfig, train: list[dict[str, Any]], out: Path) -> dict[str, Any]:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from lynn.lm.backends import set_threads
+    from lynn.lm.data import Demo, write_demos
+    from lynn.lm.prompts import WORLDMODEL
+    from lynn.lm.tokenizer import encode_chat, train_tokenizer
+    from lynn.lm.train import TrainConfig, model_config, train_lm
+
+    set_threads(cfg.threads)
+    pairs = training_pairs(train, cfg.seed)
+    init = out / "init"
+    if cfg.resume and (init / "tokenizer.json").exists():
+        tok = AutoTokenizer.from_pretrained(init)
+    else:
+        texts = [m["content"] for p, _, _ in pairs for m in p] + [rep for _, rep, _ in pairs]
+        tok = train_tokenizer(texts, vocab_size=cfg.vocab_size)
+        import torch
+
+        torch.manual_seed(cfg.seed)
+        model = AutoModelForCausalLM.from_config(model_config(cfg.size, len(tok), tok))
+        init.mkdir(parents=True, exist_ok=True)
+        model.save_pretrained(init)
+        tok.save_pretrained(init)
+
+    def count_text(t: str) -> int:
+        return len(tok(t, add_special_tokens=False)["input_ids"])
+
+    def count_msgs(m: list[dict[str, str]]) -> int:
+        return len(encode_chat(tok, m))
+
+    demos = []
+    cut = 0
+    for prompt, reply, r in pairs:
+        rep = cut_reply(reply, count_text, cfg.reply_tokens - 2)
+        cut += rep != reply
+        budget = cfg.context - count_text(rep) - 4
+        msgs = fit_prompt(prompt, count_msgs, budget)
+        demos.append(
+            Demo(
+                [*msgs, {"role": "assistant", "content": rep}],
+                WORLDMODEL,
+                r["task_id"],
+                int(r.get("seed", 0)),
+                "train",
+                int(r.get("step", 0)),
+                "worldmodel",
+                True,
+            )
+        )
+    data_dir = out / "pairs"
+    if data_dir.exists():
+        for f in data_dir.glob("*.jsonl"):
+            f.unlink()
+    write_demos(data_dir, demos, append=False)
+    lm = train_lm(
+        TrainConfig(
+            data=str(data_dir),
+            out=str(out / "lm"),
+            size=cfg.size,
+            base=str(init),
+            epochs=cfg.epochs,
+            max_minutes=cfg.max_minutes,
+            batch_size=cfg.batch_size,
+            lr=cfg.lr,
+            context=cfg.context,
+            seed=cfg.seed,
+            resume=cfg.resume,
+            progress=cfg.progress,
+            only_success=False,
+            threads=cfg.threads,
+        )
+    )
+    return {
+        "pairs": len(demos),
+        "replies_cut": cut,
+        "lm_summary": {
+            k: lm[k] for k in ("parameters", "steps", "epochs_done", "minutes", "final_loss", "loss_png")
+        },
+        "system": WM_SYSTEM,
+    }
+
+
+def add_train_parsers(tsub: Any) -> None:
+    """Add ``lynn train world-model`` and ``lynn train reward-model`` to the ``lynn train`` subparsers."""
+    w = tsub.add_parser(
+        "world-model", help="a web world model (Δ writer) on LiveWeb transitions, for Lynn/WebWorldModel-v0"
+    )
+    w.add_argument(
+        "--data", required=True, nargs="+", help="`lynn collect Lynn/LiveWeb-v0` output folders/files"
+    )
+    w.add_argument("--out", required=True)
+    w.add_argument(
+        "--kind", choices=KINDS, default="lm", help="lm (trained LM) | memory | nearest | copy (no training)"
+    )
+    w.add_argument("--size", default="base", help="lynn.lm preset: tiny | draft | base | small")
+    w.add_argument("--context", type=int, default=1024)
+    w.add_argument("--reply-tokens", type=int, default=REPLY_TOKENS)
+    w.add_argument("--epochs", type=float, default=6.0)
+    w.add_argument("--max-minutes", type=float, default=20.0)
+    w.add_argument("--batch-size", type=int, default=8)
+    w.add_argument("--lr", type=float, default=2e-3)
+    w.add_argument("--seed", type=int, default=0)
+    w.add_argument("--threads", type=int, help="torch threads (1 is fastest on a loaded 2-core machine)")
+    w.add_argument("--all-templates", action="store_true", help="also train on the held-out templates")
+    w.add_argument("--reward", action="store_true", help="also train the reward model into --out")
+    w.add_argument("--resume", action="store_true")
+    w.add_argument("--no-progress", action="store_true")
+    w.set_defaults(func=_cmd_world_model)
+    r = tsub.add_parser("reward-model", help="the success predictor of imagined web episodes")
+    r.add_argument(
+        "--data", required=True, nargs="+", help="`lynn collect Lynn/LiveWeb-v0` output folders/files"
+    )
+    r.add_argument("--out", required=True)
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--all-templates", action="store_true")
+    r.set_defaults(func=_cmd_reward_model)
+
+
+def _cmd_world_model(args: Any) -> int:
+    cfg = WorldModelConfig(
+        data=list(args.data),
+        out=args.out,
+        kind=args.kind,
+        size=args.size,
+        context=args.context,
+        reply_tokens=args.reply_tokens,
+        epochs=args.epochs,
+        max_minutes=args.max_minutes,
+        batch_size=args.batch_size,
+        lr=args.lr,
+        seed=args.seed,
+        resume=args.resume,
+        progress=not args.no_progress,
+        threads=args.threads,
+        all_templates=args.all_templates,
+    )
+    summary = train_world_model(cfg)
+    shown = {k: v for k, v in summary.items() if k not in ("config", "system")}
+    print(json.dumps(shown, indent=1))
+    if args.reward:
+        _cmd_reward_model(args)
+    return 0
+
+
+def _cmd_reward_model(args: Any) -> int:
+    from lynn.envs.worldmodel.reward_model import train_reward_model
+
+    print(
+        json.dumps(
+            train_reward_model(list(args.data), args.out, seed=args.seed, all_templates=args.all_templates),
+            indent=1,
+        )
+    )
+    return 0
