@@ -17,6 +17,7 @@ from eth_abi import decode
 from lynn.envs.evmquest.answers import UNIT_INT, AnswerSpec, matches, merged_fields
 from lynn.envs.evmquest.logic import (
     DEADLINE,
+    LOGIC,
     ROUTER_FNS,
     Check,
     Ctx,
@@ -1150,3 +1151,6 @@ comp(
     lambda p, n, b: [s_wrap(n, p["amount"]), s_unwrap(n, wei_lit(p["amount"]))],
     _cycle_checks,
 )
+
+# Registered here, at the end, so that importing this module first (before logic) works as well.
+LOGIC.update(COMPOSITES)

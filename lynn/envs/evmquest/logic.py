@@ -1566,10 +1566,7 @@ query(
 )
 
 
-def _register_composites() -> None:
-    from lynn.envs.evmquest.composites import COMPOSITES
-
-    LOGIC.update(COMPOSITES)
-
-
-_register_composites()
+# The composite tasks register themselves in LOGIC when their module finishes loading; a plain
+# import (not ``from ... import COMPOSITES``) also works while that module is still initialising,
+# i.e. when a user imports composites before logic.
+import lynn.envs.evmquest.composites  # noqa: E402, F401
