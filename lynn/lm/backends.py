@@ -88,6 +88,8 @@ class TransformersGenerator(Generator):
         draft: folder of the draft model (``drafter="draft"``); must share the tokenizer.
         spec_kwargs: :class:`lynn.lm.speculative.SpecConfig` fields (``gamma``, ``theta``, ...).
         threads: torch threads (see :func:`set_threads`).
+        constraint: ``None`` or ``"copy_hex"`` (:class:`lynn.lm.constraints.HexCopyConstraint`: ``0x``
+            literals in a reply are copied from its prompt), on the plain and the speculative path.
     """
 
     name = "transformers"
@@ -102,6 +104,7 @@ class TransformersGenerator(Generator):
         draft: str | Path | Any | None = None,
         spec_kwargs: dict[str, Any] | None = None,
         threads: int | None = None,
+        constraint: str | None = None,
     ) -> None:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -147,6 +150,13 @@ class TransformersGenerator(Generator):
                 raise ValueError("the draft model must share the target's vocabulary")
         self.eos_ids = self._eos_ids()
         self.context = int(getattr(self.model.config, "max_position_embeddings", 2048))
+        if constraint not in (None, "copy_hex"):
+            raise ValueError(f"constraint must be None or 'copy_hex', got {constraint!r}")
+        self.constraint = None
+        if constraint == "copy_hex":
+            from lynn.lm.constraints import HexCopyConstraint
+
+            self.constraint = HexCopyConstraint(self.tokenizer)
 
     def _eos_ids(self) -> list[int]:
         ids = set()
@@ -226,6 +236,10 @@ class TransformersGenerator(Generator):
                 torch.manual_seed(seed)
         else:
             kwargs.update(temperature=None, top_k=None, top_p=None)
+        if self.constraint is not None:
+            from transformers import LogitsProcessorList
+
+            kwargs["logits_processor"] = LogitsProcessorList([self.constraint.logits_processor(batch, n)])
         with torch.no_grad():
             seq = self.model.generate(
                 input_ids=input_ids,
@@ -253,6 +267,7 @@ class TransformersGenerator(Generator):
             seed=seed,
             config=cfg,
             pad_token_id=self.tokenizer.pad_token_id,
+            constraint=self.constraint,
         )
         return new, {
             "target_forwards": stats.target_forwards,

@@ -756,6 +756,7 @@ def _run(
     config: SpecConfig,
     pad_token_id: int,
     stop_sequences: list[list[int]] | None,
+    constraint: Any = None,
 ) -> tuple[list[list[int]], SpecStats]:
     import time
 
@@ -780,8 +781,21 @@ def _run(
         drafter.reset([list(p) for p in input_ids])
         d_forwards0 = drafter.forwards
 
+    # A decoding constraint (lynn.lm.constraints) masks the target's logits at every position it
+    # decides, so strict verification reproduces *constrained* greedy decoding exactly.
+    rows_c = [constraint.for_prompt_ids(p) for p in input_ids] if constraint is not None else None
+
+    def masked(z_row: torch.Tensor, r: int, generated: list[int]) -> torch.Tensor:
+        if rows_c is None:
+            return z_row
+        from lynn.lm.constraints import mask_logits
+
+        return mask_logits(z_row, rows_c[r].banned(constraint.text_of(generated)))
+
     with torch.inference_mode():
         z = cache.feed([list(p) for p in input_ids])
+        if rows_c is not None:
+            z = torch.stack([masked(z[r], r, []) for r in range(len(input_ids))])
         if temperature > 0:
             first = torch.multinomial(_probs(z, temperature, top_p), 1, generator=gen).squeeze(-1).tolist()
         else:
@@ -809,6 +823,8 @@ def _run(
             contexts = [list(input_ids[r]) + outs[r] for r in active]
             if drafter is None:
                 z = cache.feed([[outs[r][-1]] for r in active])
+                if rows_c is not None:
+                    z = torch.stack([masked(z[ci], r, outs[r]) for ci, r in enumerate(active)])
                 if temperature > 0:
                     nxt = (
                         torch.multinomial(_probs(z, temperature, top_p), 1, generator=gen)
@@ -832,7 +848,10 @@ def _run(
                 k = len(drafts[ci])
                 b = len(blocks[ci])
                 q = prop.probs[ci]
-                v = _Verify(z[ci, b - k - 1 : b], drafts[ci], q[:k] if q is not None else None,
+                zv = z[ci, b - k - 1 : b]
+                if rows_c is not None:
+                    zv = torch.stack([masked(zv[j], r, outs[r] + drafts[ci][:j]) for j in range(k + 1)])
+                v = _Verify(zv, drafts[ci], q[:k] if q is not None else None,
                             temperature, top_p, gen, config)  # fmt: skip
                 n, nxt, hits = rule(v)
                 base = len(outs[r])
@@ -869,6 +888,7 @@ def speculative_generate(
     config: SpecConfig | None = None,
     pad_token_id: int = 0,
     stop_sequences: list[list[int]] | None = None,
+    constraint: Any = None,
 ) -> tuple[list[list[int]], SpecStats]:
     """Speculative decoding of a ragged batch of prompts.
 
@@ -885,6 +905,9 @@ def speculative_generate(
         pad_token_id: Filler id for ragged blocks (any valid id; never attended to).
         stop_sequences: A row stops once its new tokens end with one of these id sequences
             (kept in its output).
+        constraint: A decoding constraint such as :class:`lynn.lm.constraints.HexCopyConstraint`
+            (applied to the target's logits at every decided position; strict stays lossless with
+            respect to constrained greedy).
 
     Returns:
         ``(new tokens per row, stats)``; rows are in the order of ``input_ids``.
@@ -892,7 +915,7 @@ def speculative_generate(
     return _run(
         target, input_ids, drafter, max_new_tokens=max_new_tokens, eos_token_id=eos_token_id,
         temperature=temperature, top_p=top_p, seed=seed, config=config or SpecConfig(),
-        pad_token_id=pad_token_id, stop_sequences=stop_sequences,
+        pad_token_id=pad_token_id, stop_sequences=stop_sequences, constraint=constraint,
     )  # fmt: skip
 
 
@@ -907,6 +930,7 @@ def greedy_generate(
     seed: int | None = None,
     pad_token_id: int = 0,
     stop_sequences: list[list[int]] | None = None,
+    constraint: Any = None,
 ) -> tuple[list[list[int]], SpecStats]:
     """Target-only decoding (one target forward per token) on the same ragged-cache code.
 
@@ -916,5 +940,5 @@ def greedy_generate(
     return _run(
         target, input_ids, None, max_new_tokens=max_new_tokens, eos_token_id=eos_token_id,
         temperature=temperature, top_p=top_p, seed=seed, config=SpecConfig(),
-        pad_token_id=pad_token_id, stop_sequences=stop_sequences,
+        pad_token_id=pad_token_id, stop_sequences=stop_sequences, constraint=constraint,
     )  # fmt: skip

@@ -54,6 +54,8 @@ class TrainConfig:
         resume: continue from the newest checkpoint in ``out/checkpoints``.
         progress: show the progress bar.
         only_success: train only on steps of successful episodes.
+        minimal_abi: train on EVMQuest replies whose ABI JSON is cut to what web3 reads
+            (:func:`lynn.lm.prompts.minimal_abi`): the model then writes the short form itself.
         threads: torch threads (default ``LYNN_TORCH_THREADS`` or torch's own).
     """
 
@@ -74,6 +76,7 @@ class TrainConfig:
     progress: bool = True
     only_success: bool = True
     threads: int | None = None
+    minimal_abi: bool = False
 
 
 def model_config(size: str, vocab_size: int, tokenizer: Any) -> Any:
@@ -192,6 +195,21 @@ def train_lm(cfg: TrainConfig) -> dict[str, Any]:
     demos = read_demos(cfg.data, split="train", only_success=cfg.only_success)
     if not demos:
         raise ValueError(f"no training demonstrations in {cfg.data}")
+    if cfg.minimal_abi:
+        from dataclasses import replace
+
+        from lynn.lm.prompts import minimal_abi
+
+        demos = [
+            replace(
+                d,
+                messages=[
+                    *d.messages[:-1],
+                    {"role": "assistant", "content": minimal_abi(d.messages[-1]["content"])},
+                ],
+            )
+            for d in demos
+        ]
 
     tok_src = cfg.teacher if cfg.role == "draft" else cfg.base
     if tok_src:

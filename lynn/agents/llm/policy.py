@@ -44,6 +44,9 @@ class LMPolicy(Agent):
         context: the model's context in tokens (default: the ``lynn_train.json`` context of an in-repo
             model, else ``max_position_embeddings``); LiveWeb axtrees are cut to fit (see lynn.lm.prompts).
         style: EVMQuest prompt style, ``compact`` or ``full``.
+        constraint: ``"copy_hex"``: ``0x`` literals in a reply must be copied from the prompt
+            (:mod:`lynn.lm.constraints`; transformers backend only). Off by default: a decoding aid for
+            small models, reported beside the unconstrained figures.
         generator: an already built :class:`lynn.lm.backends.Generator` (shared between agents).
         env_id: the env id when ``env`` is not given (vector envs).
     """
@@ -68,6 +71,7 @@ class LMPolicy(Agent):
         generator: Any = None,
         env_id: str | None = None,
         threads: int | None = None,
+        constraint: str | None = None,
     ) -> None:
         super().__init__(env)
         spec_id = env.spec.id if env is not None and env.spec is not None else None
@@ -84,8 +88,12 @@ class LMPolicy(Agent):
 
             spec_kwargs = {"theta": theta, "gamma": gamma}
             kwargs: dict[str, Any] = {}
-            if (backend or ("openai" if llm_url else "transformers")) == "transformers":
+            chosen = backend or ("openai" if llm_url else "transformers")
+            if constraint and chosen != "transformers":
+                raise ValueError(f"constraint={constraint!r} needs the transformers backend, not {chosen}")
+            if chosen == "transformers":
                 kwargs = {
+                    "constraint": constraint,
                     "speculative": speculative,
                     "drafter": drafter,
                     "draft": draft,
