@@ -66,7 +66,30 @@ MODULES: dict[str, Module] = {
             "tests/agents/test_linucb.py::test_delayed_updates_use_the_decisions_that_earned_them",
         ],
     ),
-    "runner": Module("lynn/eval/runner.py", ["tests/eval/test_runner_identity.py"]),
+    # The runner without its process-pool / Ray backends and the progress bar (tests/eval/test_runner.py
+    # covers those with real worker processes and Ray; docs/mutation.md).
+    "runner": Module(
+        "lynn/eval/runner.py",
+        ["tests/eval/test_runner_identity.py"],
+        functions=[
+            "xǁEvalConfigǁ*",
+            "x_slug",
+            "x_run_dir",
+            "x_env_class",
+            "x_bare_id",
+            "x__spec",
+            "x_list_tasks",
+            "x_plan",
+            "x_agent_seed",
+            "x__error_text",
+            "xǁ_Episodesǁ*",
+            "x__run_serial",
+            "x_read_records",
+            "x_summarize",
+            "x_evaluate",
+            "x_config_dict",
+        ],
+    ),
     "evaluators": Module(
         "lynn/envs/liveweb/evaluators.py", ["tests/envs/liveweb/test_evaluator_combinations.py"]
     ),

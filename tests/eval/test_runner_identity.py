@@ -8,6 +8,7 @@ the ``max_steps`` cap), so a runner that drops a field, reuses a seed or ignores
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +23,10 @@ from lynn.eval.runner import (
     EvalError,
     agent_seed,
     bare_id,
+    config_dict,
+    env_class,
     evaluate,
+    list_tasks,
     plan,
     read_records,
     run_dir,
@@ -31,6 +35,7 @@ from lynn.eval.runner import (
 )
 
 PROBE_ID = "LynnTest/RunnerProbe-v0"
+PROBE_STR_ID = "LynnTest/RunnerProbeByName-v0"  # registered with a "module:Class" string
 AGENT = f"{__name__}:ProbeAgent"
 TASKS = [
     {"task_id": "t-a", "split": "train"},
@@ -44,13 +49,16 @@ class ProbeEnv(gym.Env):
 
     Modes: ``seed`` (one step; reward = reset seed, ``info["score"]`` = the agent's action, which is
     its own seed), ``long`` (reward ``step_reward`` a step, ends after ``length`` steps), ``success``
-    (one step; reward and ``info["success"]`` from kwargs), ``crash`` (step raises on given seeds).
+    (one step; reward and ``info["success"]`` from kwargs), ``crash`` (step raises on given seeds),
+    ``reset_crash`` (reset raises), ``deep_crash`` (step raises 30 calls deep). The observation is the
+    step count; ``step_sleep`` seconds pass in each step. Every reset is logged with its arguments.
     """
 
-    observation_space = gym.spaces.Discrete(1)
+    observation_space = gym.spaces.Discrete(1000)
     action_space = gym.spaces.Discrete(2**32)
     resets = 0
     builds = 0
+    reset_log: list[tuple[int | None, dict | None]] = []
 
     def __init__(
         self,
@@ -63,8 +71,12 @@ class ProbeEnv(gym.Env):
         scoring: str | None = None,
         errors: int = 0,
         split: str | None = None,
+        step_sleep: float = 0.0,
+        task_info: bool = True,
+        only: str | None = None,
     ) -> None:
         ProbeEnv.builds += 1
+        self.step_sleep, self.task_info = step_sleep, task_info
         self.mode, self.length, self.step_reward = mode, length, step_reward
         self.success, self.reward, self.crash_seeds = success, reward, crash_seeds
         self.scoring, self.errors, self.split = scoring, errors, split
@@ -73,53 +85,78 @@ class ProbeEnv(gym.Env):
     def list_tasks(cls, split: str | None = None, **kwargs: Any) -> list[dict[str, Any]]:
         if split not in (None, "train", "test", "empty"):
             raise ValueError(f"no split {split!r}")
-        return [t for t in TASKS if split is None or t["split"] == split]
+        tasks = [t for t in TASKS if split is None or t["split"] == split]
+        return [t for t in tasks if kwargs.get("only") in (None, t["task_id"])]
 
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
         ProbeEnv.resets += 1
+        ProbeEnv.reset_log.append((seed, options))
+        if self.mode == "reset_crash":
+            raise ValueError("cannot reset")
         self.seed_, self.t = seed, 0
-        info: dict[str, Any] = {"task_id": (options or {}).get("task_id"), "error": "reset note"}
+        info: dict[str, Any] = {"error": "reset note", "t": 0}
+        if self.task_info:
+            info["task_id"] = (options or {}).get("task_id")
         if self.scoring is not None:
             info["scoring"] = self.scoring
         return 0, info
 
     def step(self, action: int):
         self.t += 1
-        info: dict[str, Any] = {"error": "bad step" if self.t <= self.errors else None}
+        time.sleep(self.step_sleep)
+        info: dict[str, Any] = {"error": "bad step" if self.t <= self.errors else None, "t": self.t}
+        if self.mode == "deep_crash":
+            _recurse(30)
         if self.mode == "crash" and self.seed_ in self.crash_seeds:
             raise RuntimeError(f"boom at {self.seed_}")
         if self.mode == "seed":
             return 0, float(self.seed_), True, False, {**info, "score": float(action)}
         if self.mode == "long":
-            return 0, self.step_reward, self.t >= self.length, False, info
+            return self.t, self.step_reward, self.t >= self.length, False, info
         if self.success is not None:
             info["success"] = self.success
         return 0, self.reward, True, False, info
 
 
-class ProbeAgent(Agent):
-    """Acts with its own reset seed; counts observes."""
+def _recurse(n: int) -> None:
+    if n == 0:
+        raise RuntimeError("deep")
+    _recurse(n - 1)
 
-    def __init__(self, env: gym.Env, tag: str = "") -> None:
+
+class ProbeAgent(Agent):
+    """Acts with its own reset seed (after ``act_sleep`` seconds); logs what it is given."""
+
+    log: list[tuple] = []
+
+    def __init__(self, env: gym.Env, tag: str = "", act_sleep: float = 0.0) -> None:
         super().__init__(env)
-        self.tag, self.seed, self.observed = tag, None, 0
+        self.tag, self.seed, self.act_sleep = tag, None, act_sleep
+        ProbeAgent.log.append(("init", tag))
 
     def reset(self, seed: int | None = None) -> None:
         self.seed = seed
 
     def act(self, obs: Any, info: dict[str, Any]) -> int:
+        ProbeAgent.log.append(("act", obs, info["t"]))
+        time.sleep(self.act_sleep)
         return int(self.seed)
 
-    def observe(self, *args: Any) -> None:
-        self.observed += 1
+    def observe(
+        self, action: Any, reward: float, obs: Any, terminated: bool, truncated: bool, info: dict
+    ) -> None:
+        ProbeAgent.log.append(("observe", action == self.seed, reward, obs, terminated, truncated, info["t"]))
 
 
 @pytest.fixture(autouse=True)
 def _probe() -> None:
     if PROBE_ID not in gym.registry:
         gym.register(PROBE_ID, entry_point=ProbeEnv)
+        gym.register(PROBE_STR_ID, entry_point=f"{__name__}:ProbeEnv")
     ProbeEnv.resets = ProbeEnv.builds = 0
+    ProbeEnv.reset_log.clear()
+    ProbeAgent.log.clear()
 
 
 def cfg(tmp_path: Path, **kw: Any) -> EvalConfig:
@@ -387,3 +424,114 @@ def test_names() -> None:
     c = EvalConfig(env_id="lynn:Lynn/X-v0", agent="mod:Cls", split="test", out="R")
     assert run_dir(c) == Path("R") / "Lynn_X-v0" / "mod_Cls__test"
     assert run_dir(EvalConfig(env_id="Lynn/X-v0", agent="random", out="R")) == Path("R/Lynn_X-v0/random")
+
+
+# --- what the loop passes where -------------------------------------------------------------------
+def test_the_agent_sees_each_obs_and_info_and_every_transition(tmp_path: Path) -> None:
+    c = cfg(
+        tmp_path,
+        episodes=1,
+        env_kwargs={"mode": "long", "length": 3, "step_reward": 0.25},
+        agent_kwargs={"tag": "k"},
+    )
+    evaluate(c)
+    assert ProbeAgent.log == [
+        ("init", "k"),
+        ("act", 0, 0),
+        ("observe", True, 0.25, 1, False, False, 1),
+        ("act", 1, 1),
+        ("observe", True, 0.25, 2, False, False, 2),
+        ("act", 2, 2),
+        ("observe", True, 0.25, 3, True, False, 3),
+    ]
+    assert ProbeEnv.reset_log == [(0, None)]  # no task: no options at all
+
+
+def test_reset_gets_the_task_in_options_and_a_missing_info_task_id_falls_back(tmp_path: Path) -> None:
+    c = cfg(tmp_path, tasks=["t-c"], env_kwargs={"mode": "long", "task_info": False})
+    evaluate(c)
+    assert ProbeEnv.reset_log == [(0, {"task_id": "t-c"})]
+    (rec,) = records(c)
+    assert rec["task_id"] == "t-c" and rec["split"] == "test"
+
+
+def test_a_crash_in_reset_is_a_clean_record(tmp_path: Path) -> None:
+    c = cfg(tmp_path, tasks=["t-a"], env_kwargs={"mode": "reset_crash"})
+    evaluate(c)
+    (rec,) = records(c)
+    assert set(rec) == {
+        "env_id", "split", "task_id", "episode", "seed", "agent", "reward", "success", "steps", "error",
+        "step_errors", "traceback", "timings",
+    }  # fmt: skip
+    assert (rec["task_id"], rec["split"], rec["steps"], rec["reward"], rec["success"]) == (
+        "t-a",
+        "train",
+        0,
+        0.0,
+        False,
+    )
+    assert rec["error"] == "ValueError: cannot reset" and rec["step_errors"] == 0
+    assert (
+        rec["timings"]["reset_s"] == 0.0
+        and rec["timings"]["act_s"] == 0.0
+        and rec["timings"]["step_s"] == 0.0
+    )
+
+
+def test_a_deep_crash_keeps_the_last_eight_frames(tmp_path: Path) -> None:
+    c = cfg(tmp_path, episodes=1, env_kwargs={"mode": "deep_crash"})
+    evaluate(c)
+    tb = records(c)[0]["traceback"]
+    assert tb.count('  File "') == 8 and "_recurse" in tb and "RuntimeError: deep" in tb
+
+
+def test_timings_add_up_over_the_steps(tmp_path: Path) -> None:
+    c = cfg(
+        tmp_path,
+        episodes=1,
+        env_kwargs={"mode": "long", "length": 4, "step_sleep": 0.02},
+        agent_kwargs={"act_sleep": 0.03},
+    )
+    evaluate(c)
+    t = records(c)[0]["timings"]
+    assert t["act_s"] >= 4 * 0.03 and t["step_s"] >= 4 * 0.02  # summed over the 4 steps
+    assert t["total_s"] >= t["act_s"] + t["step_s"] + t["reset_s"] and t["reset_s"] >= 0
+    assert t["total_s"] < 60
+    assert all(isinstance(v, float) and round(v, 6) == v for v in t.values())
+
+
+def test_an_empty_scoring_profile_is_no_profile(tmp_path: Path) -> None:
+    c = cfg(tmp_path, tasks=["t-a"], env_kwargs={"mode": "long", "scoring": ""})
+    evaluate(c)
+    assert records(c)[0]["split"] == "train"
+
+
+# --- env lookup -----------------------------------------------------------------------------------
+def test_env_class_by_callable_and_by_string() -> None:
+    assert env_class(PROBE_ID) is ProbeEnv and env_class(PROBE_STR_ID) is ProbeEnv
+    from gymnasium.envs.classic_control.cartpole import CartPoleEnv
+
+    assert env_class("CartPole-v1") is CartPoleEnv
+    assert env_class("gymnasium.envs.classic_control:CartPole-v1") is CartPoleEnv
+
+
+def test_list_tasks_passes_env_kwargs_and_needs_a_task_list() -> None:
+    assert [t["task_id"] for t in list_tasks(PROBE_STR_ID)] == ["t-a", "t-b", "t-c"]
+    assert [t["task_id"] for t in list_tasks(PROBE_STR_ID, "train", only="t-b")] == ["t-b"]
+    assert plan(EvalConfig(env_id=PROBE_ID, split="train", env_kwargs={"only": "t-b"})) == [
+        EpisodeSpec(0, 0, "t-b", "train")
+    ]
+    with pytest.raises(EvalError, match="CartPole-v1 has no task list; evaluate it by --episodes and --seed"):
+        list_tasks("CartPole-v1")
+    with pytest.raises(EvalError, match=f"{PROBE_ID}: no split 'x'"):
+        list_tasks(PROBE_ID, "x")
+
+
+def test_config_dict_is_every_field() -> None:
+    c = EvalConfig(env_id=PROBE_ID, seed=2, env_kwargs={"a": 1})
+    d = config_dict(c)
+    assert d["seed"] == 2 and d["env_kwargs"] == {"a": 1} and d["backend"] == "local" and d["address"] is None
+    assert set(d) == {
+        "env_id", "agent", "episodes", "seed", "workers", "out", "split", "tasks", "env_kwargs", "agent_kwargs",
+        "max_steps", "progress", "backend", "address",
+    }  # fmt: skip
