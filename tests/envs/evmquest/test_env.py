@@ -66,23 +66,54 @@ def test_tx_action_mode_json(evm_env: EVMQuestEnv) -> None:
         _, reward, terminated, _, info = env.step(json.dumps(action))
         assert terminated and info["success"], info["checks"]
         env.reset(seed=2, options={"task_id": "query_erc20_balance"})
-        truth = LOGIC["query_erc20_balance"].measure(env.world, env.instance.params)["truth"]
+        p = env.instance.params
+        # The truth straight from the chain (an eth_call of balanceOf), not from the task's validator.
+        token = env.world.addresses[p["token"]]
+        data = "0x70a08231" + p["account"].lower().removeprefix("0x").rjust(64, "0")
+        truth = int.from_bytes(bytes(env.chain.w3.eth.call({"to": token, "data": data})), "big")
+        assert truth > 0
+        _, reward, _, _, info = env.step(json.dumps({"query_result": str(truth + 1)}))
+        assert reward == 0.0 and info["checks"][0]["passed"] is False  # one base unit off is wrong
+        env.reset(seed=2, options={"task_id": "query_erc20_balance"})
         _, reward, _, _, info = env.step(json.dumps({"query_result": str(truth)}))
         assert reward == 1.0
-        _, _, _, _, info = env.step("not json")
-        assert info["error"]
+        env.reset(seed=2, options={"task_id": "query_erc20_balance"})
+        _, reward, terminated, _, info = env.step("not json")
+        assert (reward, terminated) == (0.0, False)
+        assert info["error"].startswith("tx action must be a JSON object such as"), info["error"]
     finally:
         env.close()
 
 
-def test_bad_actions_never_raise(evm_env: EVMQuestEnv) -> None:
-    evm_env.reset(seed=0, options={"task_id": "bnb_transfer_basic"})
-    for action in ["", "   ", "def execute_skill(w3, a, c):\n    return 5\n", '{"done": 1}', "\x00\udcff"]:
-        _, reward, _, _, info = evm_env.step(action)
-        assert reward == 0.0
-    assert info["error"] or info.get("checks") is not None
-    obs, info = evm_env.reset(seed=0)
-    assert obs["step"] == 0
+BAD_ACTIONS = [
+    ("", "empty script"),
+    ("   ", "empty script"),
+    (
+        "def execute_skill(w3, a, c):\n    return 5\n",
+        "execute_skill must return a dict (transaction or {'query_result': ...}), got int",
+    ),
+    ('{"done": 1}', "script failed: NameError: the script must define execute_skill"),
+    ("\x00\udcff", "script failed: UnicodeEncodeError"),
+    (
+        'def execute_skill(w3, a, c):\n    return {"to": "0xnope", "value": 1}\n',
+        "transaction 'to' must be an address, got '0xnope'",
+    ),
+    (42, "action must be a string, got int"),
+    (None, "action must be a string, got NoneType"),
+]
+
+
+@pytest.mark.parametrize(("action", "error"), BAD_ACTIONS, ids=[repr(a)[:24] for a, _ in BAD_ACTIONS])
+def test_bad_actions_never_raise(evm_env: EVMQuestEnv, action: object, error: str) -> None:
+    """Each bad action in a fresh episode: reward 0, its own error, and the episode goes on."""
+    obs, _ = evm_env.reset(seed=0, options={"task_id": "bnb_transfer_basic"})
+    obs, reward, terminated, truncated, info = evm_env.step(action)
+    assert (reward, terminated, truncated) == (0.0, False, False)
+    assert info["error"].startswith(error), info["error"]
+    assert obs["step"] == 1 and obs["last_result"] == info["error"]
+    oracle = LOGIC["bnb_transfer_basic"].script(evm_env.instance.params, evm_env.names)
+    _, reward, terminated, _, info = evm_env.step(oracle)  # the env is still usable
+    assert (reward, terminated, info["error"]) == (1.0, True, None)
 
 
 def test_random_agent_scores_about_zero(evm_env: EVMQuestEnv) -> None:
