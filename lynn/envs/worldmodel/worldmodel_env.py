@@ -136,7 +136,12 @@ class WebWorldModelEnv(gym.Env):
             raise ValueError(
                 f"no recorded start pages of split {split!r} in {src}; collect some with `lynn collect`"
             )
+        bank = _bundled_tasks()
+        # The LiveWeb task (intent, sites, the expert's plan) beside its recorded start page, so privileged
+        # agents read it through the same accessor (env.unwrapped.task) as on LiveWeb.
+        self.starts = [{**bank.get(s["task_id"], {}), **s} for s in self.starts]
         self.by_id = {s["task_id"]: s for s in self.starts}
+        self.urls: dict[str, str] = {}
         self.multiaction = bool(multiaction)
         if max_steps is not None and (isinstance(max_steps, bool) or int(max_steps) < 1):
             raise ValueError(f"max_steps must be a positive int or None, got {max_steps!r}")
@@ -182,6 +187,7 @@ class WebWorldModelEnv(gym.Env):
             self.task = self.by_id[str(tid)]
         else:
             self.task = self.starts[int(self.np_random.integers(len(self.starts)))]
+        self.urls = _site_urls(self.task)
         start = self.task["obs"]
         self.obs = {k: str(start.get(k, "")) for k in OBS_KEYS}
         self.obs.update(goal=str(self.task.get("goal", "")), last_action="", last_action_error="")
@@ -314,6 +320,24 @@ class WebWorldModelEnv(gym.Env):
 
     def close(self) -> None:
         super().close()
+
+
+def _bundled_tasks() -> dict[str, dict[str, Any]]:
+    """The bundled LiveWeb task bank by id ({} if it cannot be read)."""
+    try:
+        from lynn.envs.liveweb.tasks import load_tasks
+
+        return {t["task_id"]: t for t in load_tasks(None)}
+    except Exception:  # noqa: BLE001  (start pages from a user's own task file need no bank)
+        return {}
+
+
+def _site_urls(task: dict[str, Any]) -> dict[str, str]:
+    """Site name -> origin of the recorded run (what ``__SHOP__``-style placeholders meant there)."""
+    from lynn.envs.worldmodel.delta import origin
+
+    o = origin(str(task.get("obs", {}).get("url", "")))
+    return {name: o for name in task.get("sites") or []} if o else {}
 
 
 def _read_starts(src: str | Path) -> list[dict[str, Any]]:
