@@ -17,7 +17,8 @@ def skill(body: str, head: str = "") -> str:
     return f"{head}\ndef execute_skill(w3, agent_address, contracts):\n{lines}"
 
 
-ATTACKS: dict[str, tuple[str, str]] = {
+# name -> (script, what the error must contain: one text or several)
+ATTACKS: dict[str, tuple[str, str | tuple[str, ...]]] = {
     "read_etc_passwd": (skill("return {'query_result': open('/etc/passwd').read()}"), "No such file"),
     "read_project_file": (
         skill(f"return {{'query_result': open({os.path.abspath(__file__)!r}).read()}}"),
@@ -34,9 +35,17 @@ ATTACKS: dict[str, tuple[str, str]] = {
     ),
     "subprocess": (
         skill("import subprocess\nreturn {'query_result': subprocess.check_output(['id']).decode()}"),
-        "script failed",
+        "PermissionError: [Errno 1] Operation not permitted",
     ),
-    "os_system": (skill("import os\nos.system('touch /tmp/lynn_pwned')\nreturn {}"), "'to'"),
+    # The script reports what os.system did inside the sandbox: the shell never ran (no /bin/sh in the
+    # sandbox's empty root: exit status 127) and no file was made there either.
+    "os_system": (
+        skill(
+            "import os\nrc = os.system('touch lynn_pwned')\n"
+            "raise RuntimeError(f'rc={rc} made={os.path.exists(\"lynn_pwned\")}')"
+        ),
+        ("RuntimeError: rc=32512 made=False",),
+    ),
     "fork_bomb": (skill("import os\nwhile True:\n    os.fork()"), "Operation not permitted"),
     "infinite_loop": (skill("while True:\n    pass"), "limit"),
     "sleep_forever": (skill("import time\ntime.sleep(3600)"), "wall-clock limit"),
@@ -86,10 +95,16 @@ ATTACKS: dict[str, tuple[str, str]] = {
         skill("for i in range(64):\n    open(f'f{i}', 'wb').write(b'x' * (2**20 - 1))\nreturn {}"),
         "No space left",
     ),
-    "write_outside_scratch": (skill("open('/tmp/lynn_pwned', 'w').write('x')\nreturn {}"), "script failed"),
+    "write_outside_scratch": (
+        skill(
+            "import os\ntry:\n    open('/tmp/lynn_pwned', 'w').write('x')\nexcept OSError as e:\n"
+            "    raise RuntimeError(f'{e!r} exists={os.path.exists(\"/tmp/lynn_pwned\")}')\nreturn {}"
+        ),
+        ("RuntimeError: FileNotFoundError(2, 'No such file or directory') exists=False",),
+    ),
     "kill_parent": (
         skill("import os, signal\nos.kill(os.getppid(), signal.SIGKILL)\nreturn {}"),
-        "script failed",
+        "PermissionError: [Errno 1] Operation not permitted",
     ),
     "syntax_error": ("def execute_skill(:\n", "SyntaxError"),
     "no_function": ("x = 1\n", "execute_skill"),
@@ -114,8 +129,8 @@ def test_attack_scores_zero_and_env_recovers(
     _, total, _, _, info = fast_env.step(source)
     assert total == 0.0
     assert not info.get("success")
-    if expected is not None:
-        assert info["error"] and expected in info["error"], info["error"]
+    for part in (expected,) if isinstance(expected, str) else expected:
+        assert info["error"] and part in info["error"], info["error"]
     assert not os.path.exists("/tmp/lynn_pwned")
     # The next episode works.
     fast_env.reset(seed=1)
