@@ -18,7 +18,8 @@ class EVMQuestOracle(Agent):
     """Answers each step with the reference script of the env's current task instance.
 
     Atomic tasks: one script. Composite tasks: one script per step in order, then
-    ``{"done": true}``.
+    ``{"done": true}``. When the env asks for ``script_language="typescript"`` it writes
+    TypeScript/ethers v6 (:func:`lynn.envs.evmquest.typescript.ts_oracle_script`, atomic tasks).
 
     Args:
         env: a ``Lynn/EVMQuest-v0`` env made with ``action_mode="script"``.
@@ -38,6 +39,13 @@ class EVMQuestOracle(Agent):
         if getattr(env, "action_mode", None) != "script":
             raise ValueError("the EVMQuest oracle writes scripts: use action_mode='script'")
         instance, names, before = env.task_instance  # type: ignore[attr-defined]
-        scripts = oracle_steps(instance, names, before)
+        if getattr(env, "script_language", "python") == "typescript":
+            from lynn.envs.evmquest.typescript import ts_oracle_script
+
+            if instance.spec.split != "atomic":
+                raise ValueError(f"the TypeScript oracle covers atomic tasks only, not {instance.task_id!r}")
+            scripts = [ts_oracle_script(instance.task_id, instance.params, names)]
+        else:
+            scripts = oracle_steps(instance, names, before)
         index = int(obs["step"])
         return scripts[index] if index < len(scripts) else json.dumps({"done": True})

@@ -13,6 +13,7 @@ from gymnasium import spaces
 from lynn.envs.evmquest.spec import SPLITS, TaskInstance, TaskSpec, instantiate, load_specs
 
 ACTION_MODES = ("script", "tx", "skill")
+SCRIPT_LANGUAGES = ("python", "typescript")
 SCORINGS = ("default", "reference")
 MAX_TEXT = 200_000
 
@@ -96,7 +97,10 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
     ``task`` (id or list of ids; default all of ``split``), ``split`` (``"atomic"``,
     ``"composite"``, ``"all"``), ``chain`` (``"bsc"`` or ``"ethereum"`` profile), ``backend``
     (``"embedded"``, ``"anvil"``, ``"rpc"``), ``rpc_url``, ``fork_url`` (anvil forks it),
-    ``action_mode`` (``"script"``, ``"tx"``, ``"skill"``), ``script_timeout_s`` (wall limit per script).
+    ``action_mode`` (``"script"``, ``"tx"``, ``"skill"``), ``script_timeout_s`` (wall limit per script),
+    ``script_language`` (``"python"``: web3.py ``execute_skill``; ``"typescript"``: ethers v6
+    ``export async function executeSkill(providerUrl, agentAddress, deployedContracts)`` run by Bun in
+    the same containment, :mod:`lynn.envs.evmquest.typescript`; the prompt states which is expected).
 
     ## Version History
     * v0: initial release.
@@ -114,6 +118,7 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
         rpc_url: str | None = None,
         fork_url: str | None = None,
         script_timeout_s: float = 10.0,
+        script_language: str = "python",
         scoring: str = "default",
         render_mode: str | None = None,
     ) -> None:
@@ -148,6 +153,11 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
         self.fork_url = fork_url
         self.action_mode = action_mode
         self.script_timeout_s = script_timeout_s
+        if script_language not in SCRIPT_LANGUAGES:
+            raise ValueError(
+                f"unknown script_language {script_language!r}; choose one of {', '.join(SCRIPT_LANGUAGES)}"
+            )
+        self.script_language = script_language
         self.render_mode = render_mode
         self.names = role_names(self.profile)
         if action_mode == "skill":
@@ -200,7 +210,12 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
         if self.sandbox is None:
             from lynn.envs.evmquest.sandbox import Sandbox, SandboxLimits
 
-            self.sandbox = Sandbox(SandboxLimits(wall_s=self.script_timeout_s))
+            if self.script_language == "typescript":
+                from lynn.envs.evmquest.typescript import TypeScriptSandbox
+
+                self.sandbox = TypeScriptSandbox(SandboxLimits(wall_s=self.script_timeout_s))
+            else:
+                self.sandbox = Sandbox(SandboxLimits(wall_s=self.script_timeout_s))
         return self.sandbox
 
     @classmethod
@@ -675,6 +690,13 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
             "for your own address). Return an unsigned transaction {'to', 'data', 'value'} (the environment signs and "
             "sends it; optional 'gas', 'maxFeePerGas') or {'query_result': value} for questions. No network, files or "
             "subprocesses are available."
+            if self.action_mode == "script" and self.script_language == "python"
+            else "Reply with TypeScript source (ethers v6) exporting async function executeSkill(providerUrl: string, "
+            "agentAddress: string, deployedContracts: Record<string, string>). `import { ethers } from \"ethers\"`; "
+            "new ethers.JsonRpcProvider(providerUrl) reaches a read-only JSON-RPC proxy (eth_call, eth_getBalance, ...; "
+            "eth_signTypedData_v4 for your own address; no signer). Return an unsigned transaction {to, data, value} "
+            "(bigint is fine; the environment signs and sends it; optional gasLimit, maxFeePerGas) or "
+            "{query_result: value} for questions. It runs under Bun; no network, files or subprocesses are available."
             if self.action_mode == "script"
             else "Reply with JSON: {'to', 'data', 'value'} or {'contract': name, 'function': fn, 'args': [...], 'value': wei} "
             "or {'query_result': value}."

@@ -1,0 +1,737 @@
+"""TypeScript/ethers v6 agent scripts for Lynn/EVMQuest-v0, run by Bun in the same containment as Python.
+
+An agent script is TypeScript that exports, as EVM-QuestBench's agents write it::
+
+    export async function executeSkill(providerUrl: string, agentAddress: string,
+                                       deployedContracts: Record<string, string>)
+
+returning an unsigned transaction (``{to, data, value}``; ethers' ``gasLimit`` is read as ``gas``;
+bigints stay exact) or ``{query_result: ...}``. ``import { ethers } from "ethers"`` (ethers 6, the
+whole package) is available; nothing else is.
+
+Runner: **Bun** (npm package ``bun``), chosen over node 20 + ``tsx`` on this machine: Bun
+transpiles TypeScript in-process, while ``tsx`` starts an ``esbuild`` service as a child process
+(which the containment forbids) and node alone takes ~0.9 s to start under load here against
+Bun's ~0.1 s (figures in ``docs/evmquest-fidelity.md``).
+
+Containment (:class:`TypeScriptSandbox`, the same promises as :mod:`lynn.envs.evmquest.sandbox`):
+a small Python fork server forks a child per script which, before ``execve``-ing Bun, closes every
+descriptor but the RPC socket (moved to fd 3), clears the environment, enters new network and
+mount namespaces (only a down loopback), mounts a 16 MiB ``noexec`` tmpfs and bind-mounts into it,
+read-only, exactly the Bun binary, the dynamic loader and the four libc libraries Bun links, and
+the harness bundle (:file:`ts/harness.ts` with ethers, built once by ``bun build`` and cached);
+chroots into it, sets rlimits (CPU, writable memory via ``RLIMIT_DATA``, file size, descriptors,
+threads), drops to uid/gid 65534 and loads a seccomp filter refusing ``socket``, ``socketpair``,
+``fork``/``vfork``/``clone`` without ``CLONE_THREAD``, ``clone3``, ``execveat``, ``ptrace``,
+namespace and mount calls — and ``execve`` of anything but the one path buffer the child itself
+uses to start Bun. The chain is reached only through the env's read-only JSON-RPC proxy on fd 3
+(:meth:`Sandbox._serve` answers it): the harness routes ethers' ``FetchRequest`` and ``fetch``
+for ``providerUrl`` to it and refuses every other URL.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from lynn.envs.evmquest.sandbox import (
+    CLONE_NEWNET,
+    CLONE_NEWNS,
+    CLONE_NEWUSER,
+    CLONE_THREAD,
+    MS_NODEV,
+    MS_NOEXEC,
+    MS_NOSUID,
+    MS_PRIVATE,
+    MS_REC,
+    NOBODY,
+    Sandbox,
+    SandboxLimits,
+    _libc_mount,
+    _libc_unshare,
+    _recv_msg,
+    _send_msg,
+    _shutdown_server,
+)
+
+ROOT = Path(__file__).resolve().parents[3]
+HARNESS = Path(__file__).with_name("ts") / "harness.ts"
+PROVIDER_URL = "http://evmquest-rpc.sandbox/"
+MS_RDONLY = 0x1
+MS_REMOUNT = 0x20
+MS_BIND = 0x1000
+BUN_IN_ROOT = "/bun"
+HARNESS_IN_ROOT = "/harness.js"
+
+
+def bun_path() -> Path:
+    """The Bun binary: ``$LYNN_BUN`` or the npm package's ``node_modules/bun/bin/bun.exe``.
+
+    Raises:
+        FileNotFoundError: naming ``make node`` (``npm ci``) when it is not installed.
+    """
+    env = os.environ.get("LYNN_BUN")
+    path = Path(env) if env else ROOT / "node_modules" / "bun" / "bin" / "bun.exe"
+    if not path.is_file() or path.stat().st_size < 1 << 20:
+        raise FileNotFoundError(
+            f"Bun is not installed at {path} (TypeScript scripts need it): run `make node` (npm ci) "
+            "in the repository, or set LYNN_BUN to a bun binary"
+        )
+    return path
+
+
+def harness_bundle(bun: Path | None = None) -> Path:
+    """Build (once, cached by content) the harness bundled with ethers; return its path."""
+    bun = bun or bun_path()
+    ethers_pkg = ROOT / "node_modules" / "ethers" / "package.json"
+    if not ethers_pkg.is_file():
+        raise FileNotFoundError(f"ethers is not installed ({ethers_pkg}): run `make node` (npm ci)")
+    key = hashlib.sha256(HARNESS.read_bytes() + ethers_pkg.read_bytes() + str(bun.stat().st_size).encode())
+    cache = ROOT / "node_modules" / ".cache" / "lynn-evmquest"
+    out = cache / f"harness-{key.hexdigest()[:16]}.js"
+    if out.is_file():
+        return out
+    cache.mkdir(parents=True, exist_ok=True)
+    tmp = cache / f".{out.name}.{os.getpid()}.tmp.js"
+    proc = subprocess.run(
+        [str(bun), "build", str(HARNESS), "--target=bun", f"--outfile={tmp}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    if proc.returncode != 0 or not tmp.is_file():
+        raise RuntimeError(
+            f"bun build of the TypeScript harness failed: {(proc.stderr or proc.stdout)[-800:]}"
+        )
+    os.replace(tmp, out)
+    return out
+
+
+def shared_libraries(binary: Path) -> list[str]:
+    """Absolute paths of the shared objects ``binary`` loads (its interpreter included), via ldd."""
+    proc = subprocess.run(["ldd", str(binary)], capture_output=True, text=True, timeout=30, check=False)
+    libs: list[str] = []
+    for line in proc.stdout.splitlines():
+        parts = line.split()
+        if "=>" in parts:
+            target = parts[parts.index("=>") + 1]
+            if target.startswith("/"):
+                libs.append(target)
+        elif parts and parts[0].startswith("/"):
+            libs.append(parts[0])
+    if not libs:
+        raise RuntimeError(f"cannot list the shared libraries of {binary}: {proc.stderr[-400:]}")
+    return libs
+
+
+class TypeScriptSandbox(Sandbox):
+    """Runs TypeScript agent scripts under Bun; same interface and results as :class:`Sandbox`.
+
+    Args:
+        limits: per-script limits (``memory_bytes`` bounds the writable memory, ``RLIMIT_DATA``:
+            JavaScript engines reserve far more address space than they use).
+    """
+
+    def __init__(self, limits: SandboxLimits | None = None) -> None:
+        self.limits = limits or SandboxLimits()
+        bun = bun_path()
+        bundle = harness_bundle(bun)
+        config = {
+            "bun": str(bun),
+            "bundle": str(bundle),
+            "libs": shared_libraries(bun),
+            "memory_bytes": self.limits.memory_bytes,
+            "debug": bool(os.environ.get("LYNN_TS_DEBUG")),  # Bun's stderr reaches the env's stderr
+        }
+        self._control, child_end = socket.socketpair()
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "lynn.envs.evmquest.typescript",
+                str(child_end.fileno()),
+                json.dumps(config),
+            ],
+            pass_fds=[child_end.fileno()],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=None if config["debug"] else subprocess.PIPE,
+            env={k: v for k, v in os.environ.items() if k in ("PATH", "PYTHONPATH", "LANG", "HOME")},
+        )
+        child_end.close()
+        self._finalizer = weakref.finalize(self, _shutdown_server, self.process, self._control)
+        try:
+            ready, _ = _recv_msg(self._control)
+        except EOFError:
+            err = self.process.stderr.read().decode(errors="replace") if self.process.stderr else ""
+            self.close()
+            raise RuntimeError(f"TypeScript sandbox server failed to start: {err[-800:]}") from None
+        self.isolation: dict[str, Any] = ready.get("isolation", {})
+
+    def _answer(
+        self, msg: dict[str, Any], result: Any, handle_rpc: Callable[[str, list[Any]], Any]
+    ) -> dict[str, Any]:
+        reply = super()._answer(msg, result, handle_rpc)
+        if "result" in reply:
+            reply["result"] = _hex_quantities(reply["result"])
+        return reply
+
+
+def _hex_quantities(value: Any) -> Any:
+    """JSON-RPC quantities as hex strings: a JavaScript number cannot hold a wei amount exactly."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return hex(value)
+    if isinstance(value, dict):
+        return {k: _hex_quantities(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_hex_quantities(v) for v in value]
+    return value
+
+
+# ----------------------------------------------------------------------------- server side
+def _seccomp_filter(exec_path_address: int) -> Any:
+    import errno
+
+    import pyseccomp as sc
+
+    f = sc.SyscallFilter(sc.ALLOW)
+    deny = sc.ERRNO(errno.EPERM)
+    for name in (
+        "socket",
+        "socketpair",
+        "execveat",
+        "fork",
+        "vfork",
+        "ptrace",
+        "unshare",
+        "setns",
+        "mount",
+        "umount2",
+        "chroot",
+        "pivot_root",
+        "bpf",
+        "perf_event_open",
+        "keyctl",
+        "add_key",
+        "request_key",
+        "process_vm_readv",
+        "process_vm_writev",
+        "kexec_load",
+        "init_module",
+        "finit_module",
+        "io_uring_setup",
+    ):
+        f.add_rule(deny, name)
+    # Only the child's own execve of Bun (its path buffer's address) is let through; Bun has no way
+    # to name that buffer, and it could not start a process to exec anyway (fork/clone refused).
+    f.add_rule(deny, "execve", sc.Arg(0, sc.NE, exec_path_address))
+    f.add_rule(deny, "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
+    f.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
+    return f
+
+
+def _bind_file(source: str, root: str, inside: str) -> None:
+    target = root + inside
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    with open(target, "wb"):
+        pass
+    _libc_mount(os.path.realpath(source), target, None, MS_BIND, None)
+    _libc_mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, None)
+
+
+CLONE_NEWPID = 0x20000000
+PR_SET_PDEATHSIG = 1
+
+
+def _memory_cgroup(limit: int) -> str | None:
+    """A memory cgroup (v2 ``memory.max`` or v1 ``memory.limit_in_bytes``) for this server's scripts."""
+    name = f"lynn-evmquest-ts-{os.getpid()}"
+    for base, knob in (("/sys/fs/cgroup", "memory.max"), ("/sys/fs/cgroup/memory", "memory.limit_in_bytes")):
+        if not os.path.isfile(os.path.join(base, "cgroup.procs")) or not os.path.isfile(
+            os.path.join(base, knob if base.endswith("memory") else "cgroup.controllers")
+        ):
+            continue
+        path = os.path.join(base, name)
+        try:
+            os.makedirs(path, exist_ok=True)
+            with open(os.path.join(path, knob), "w") as fh:
+                fh.write(str(limit))
+            swap = os.path.join(
+                path, "memory.swap.max" if knob == "memory.max" else "memory.memsw.limit_in_bytes"
+            )
+            if os.path.exists(swap):
+                try:
+                    with open(swap, "w") as fh:
+                        fh.write("0" if knob == "memory.max" else str(limit))
+                except OSError:
+                    pass
+            return path
+        except OSError:
+            try:
+                os.rmdir(path)
+            except OSError:
+                pass
+    return None
+
+
+def _oom_count(cgroup: str | None) -> int:
+    if cgroup is None:
+        return 0
+    try:
+        if os.path.isfile(os.path.join(cgroup, "memory.events")):
+            with open(os.path.join(cgroup, "memory.events")) as fh:
+                return sum(int(line.split()[1]) for line in fh if line.startswith(("oom_kill", "max ")))
+        with open(os.path.join(cgroup, "memory.failcnt")) as fh:
+            return int(fh.read().strip() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def _run_child(sock: socket.socket, job: dict[str, Any], scratch: str, config: dict[str, Any]) -> None:
+    """In the forked child: contain, then exec Bun on the harness (in a grandchild). Never returns."""
+    import ctypes
+    import resource
+
+    def fail(message: str) -> None:
+        try:
+            sock.sendall(json.dumps({"type": "result", "ok": False, "error": message}).encode() + b"\n")
+        finally:
+            os._exit(3)
+
+    try:
+        limits = job["limits"]
+        os.setsid()
+        if sock.fileno() != 3:
+            os.dup2(sock.fileno(), 3)
+            sock = socket.socket(fileno=3)
+        os.set_inheritable(3, True)
+        devnull = os.open("/dev/null", os.O_RDWR)
+        for fd in (0, 1) if config.get("debug") else (0, 1, 2):
+            os.dup2(devnull, fd)
+        os.closerange(4, 65536)
+        if config.get("cgroup"):
+            with open(os.path.join(config["cgroup"], "cgroup.procs"), "w") as fh:
+                fh.write(str(os.getpid()))
+        is_root = os.geteuid() == 0
+        try:
+            _libc_unshare((0 if is_root else CLONE_NEWUSER) | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWPID)
+        except OSError as exc:
+            fail(f"sandbox: cannot enter network, mount and PID namespaces ({exc}); script not run")
+        _libc_mount(None, "/", None, MS_REC | MS_PRIVATE, None)
+        owner = f",uid={NOBODY},gid={NOBODY}" if is_root else ""
+        options = f"size={limits['scratch_bytes']},nr_inodes=256,mode=0755{owner}"
+        _libc_mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, options)
+        _bind_file(config["bun"], scratch, BUN_IN_ROOT)
+        _bind_file(config["bundle"], scratch, HARNESS_IN_ROOT)
+        for lib in config["libs"]:
+            _bind_file(lib, scratch, lib)
+        os.makedirs(os.path.join(scratch, "proc"))
+        job_path = os.path.join(scratch, "job.json")
+        with open(job_path, "w") as fh:
+            json.dump({k: job[k] for k in ("source", "agent_address", "contracts")}, fh)
+        if is_root:
+            os.chown(job_path, NOBODY, NOBODY)
+        pid = os.fork()  # the first process of the new PID namespace: its /proc shows only itself
+        if pid:
+            sock.close()
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+            _, status = os.waitpid(pid, 0)
+            if os.WIFSIGNALED(status):
+                sig = os.WTERMSIG(status)
+                signal.signal(sig, signal.SIG_DFL)
+                os.kill(os.getpid(), sig)
+            os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 4)
+        _libc_mount("proc", os.path.join(scratch, "proc"), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+        os.chroot(scratch)
+        os.chdir("/")
+        memory = int(limits["memory_bytes"])
+        # With a memory cgroup the engine's address-space reservations (~6.3 GB of VmData for Bun's
+        # JIT region and gigacage, almost none of it committed) stay out of the way; without one,
+        # RLIMIT_DATA is the reservation plus the limit (a weaker bound).
+        data = 64 << 30 if config.get("cgroup") else (7 << 30) + memory
+        resource.setrlimit(resource.RLIMIT_CPU, (limits["cpu_s"], limits["cpu_s"] + 1))
+        resource.setrlimit(resource.RLIMIT_DATA, (data, data))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_bytes"], limits["file_bytes"]))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limits["open_files"], limits["open_files"]))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if is_root:
+            os.setgroups([])
+            os.setgid(NOBODY)
+            os.setuid(NOBODY)
+        resource.setrlimit(resource.RLIMIT_NPROC, (64, 64))
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # after setuid, which clears it
+        path = ctypes.create_string_buffer(BUN_IN_ROOT.encode())
+        args = [BUN_IN_ROOT, "--no-install", HARNESS_IN_ROOT]
+        argv = (ctypes.c_char_p * (len(args) + 1))(*[a.encode() for a in args], None)
+        env_items = ["HOME=/", "TMPDIR=/", "NO_COLOR=1", "BUN_RUNTIME_TRANSPILER_CACHE_PATH=0"]
+        envp = (ctypes.c_char_p * (len(env_items) + 1))(*[e.encode() for e in env_items], None)
+        libc.execve.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        _seccomp_filter(ctypes.addressof(path)).load()
+        libc.execve(ctypes.addressof(path), argv, envp)
+        fail(f"sandbox: cannot start bun ({os.strerror(ctypes.get_errno())}); script not run")
+    except BaseException as exc:  # containment failed: refuse to run the script
+        fail(f"sandbox set-up failed, script not run: {exc}")
+
+
+def serve(control_fd: int, config: dict[str, Any]) -> None:
+    """Fork-server main loop: one job at a time, one forked (then exec'd) child per job."""
+    import pyseccomp  # noqa: F401  (fail at start, not per script, when libseccomp is missing)
+
+    control = socket.socket(fileno=control_fd)
+    config["cgroup"] = _memory_cgroup(int(config["memory_bytes"]))
+    isolation = {
+        "root": os.geteuid() == 0,
+        "runner": "bun",
+        "memory": "cgroup" if config["cgroup"] else "rlimit",
+    }
+    _send_msg(control, {"ready": True, "isolation": isolation})
+    base = tempfile.mkdtemp(prefix="lynn-evmquest-ts-")
+    try:
+        while True:
+            try:
+                job, fds = _recv_msg(control, with_fds=True)
+            except (EOFError, OSError):
+                return
+            sock = socket.socket(fileno=fds[0])
+            scratch = tempfile.mkdtemp(dir=base)
+            pid = os.fork()
+            if pid == 0:
+                control.close()
+                _run_child(sock, job, scratch, config)
+            sock.close()
+            _send_msg(control, {"pid": pid})
+            ooms = _oom_count(config["cgroup"])
+            _, status = os.waitpid(pid, 0)
+            if os.WIFSIGNALED(status):
+                sig = os.WTERMSIG(status)
+                text = f"killed by {signal.Signals(sig).name}"
+                if sig == signal.SIGXCPU:
+                    text += " (CPU time limit)"
+                elif _oom_count(config["cgroup"]) > ooms:
+                    text += f" (memory limit of {int(config['memory_bytes']) >> 20} MiB)"
+            else:
+                text = f"exit code {os.WEXITSTATUS(status)}"
+            shutil.rmtree(scratch, ignore_errors=True)
+            _send_msg(control, {"status": text})
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+        if config["cgroup"]:
+            try:
+                os.rmdir(config["cgroup"])
+            except OSError:
+                pass
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    serve(int(sys.argv[1]), json.loads(sys.argv[2]))
+
+
+# ----------------------------------------------------------------------------- TypeScript oracle
+# Table-driven: each atomic task is one row — the contract's role, the ABI functions it needs (taken
+# from the same artifacts as the Python oracle), TypeScript statements reading the chain, and the
+# returned expression — rendered from the task instance's own params and the env's display names.
+TsPart = Callable[[dict[str, Any], dict[str, str]], str]
+
+
+@dataclass(frozen=True)
+class TsRow:
+    """One atomic task of the TypeScript oracle."""
+
+    result: TsPart
+    role: Callable[[dict[str, Any]], str] | None = None
+    functions: tuple[str, ...] = ()
+    pre: TsPart = lambda p, n: ""
+
+
+def ts_str(value: Any) -> str:
+    """A TypeScript string literal."""
+    return json.dumps(str(value))
+
+
+def ts_ether(amount: Any) -> str:
+    return f"ethers.parseEther({ts_str(amount)})"
+
+
+def ts_share(expr: str, percent: Any) -> str:
+    """``percent``% of the bigint ``expr`` in integer arithmetic."""
+    frac = Fraction(Decimal(str(percent))) / 100
+    return f"({expr} * {frac.numerator}n) / {frac.denominator}n"
+
+
+def ts_contract(n: dict[str, str], role: str) -> str:
+    return f"deployedContracts[{ts_str(n[role])}]"
+
+
+def _encode(fn: str, *args: str) -> str:
+    return f"contract.interface.encodeFunctionData({ts_str(fn)}, [{', '.join(args)}])"
+
+
+def _tx(fn: str, *args: str, value: str = "0n") -> TsPart:
+    return lambda p, n: f"{{ to: await contract.getAddress(), data: {_encode(fn, *args)}, value: {value} }}"
+
+
+def _role(key: str, default: str | None = None) -> Callable[[dict[str, Any]], str]:
+    return lambda p: str(p.get(key, default)) if default is not None else str(p[key])
+
+
+def _fixed(role: str) -> Callable[[dict[str, Any]], str]:
+    return lambda p: role
+
+
+def _native(to: TsPart, value: TsPart, data: TsPart = lambda p, n: '"0x"', extra: str = "") -> TsPart:
+    return lambda p, n: f"{{ to: {to(p, n)}, value: {value(p, n)}, data: {data(p, n)}{extra} }}"
+
+
+_RECIPIENT: TsPart = lambda p, n: ts_str(p["recipient"])  # noqa: E731
+_ALLOWANCE_PRE: TsPart = lambda p, n: (  # noqa: E731
+    f"const current: bigint = await contract.allowance(agentAddress, {ts_str(p['spender'])});"
+)
+
+TS_ROWS: dict[str, TsRow] = {
+    # --- native coin
+    "bnb_transfer_basic": TsRow(_native(_RECIPIENT, lambda p, n: ts_ether(p["amount"]))),
+    "bnb_transfer_percentage": TsRow(
+        _native(_RECIPIENT, lambda p, n: ts_share("balance", p["percent"])),
+        pre=lambda p, n: "const balance = await provider.getBalance(agentAddress);",
+    ),
+    "bnb_transfer_max_amount": TsRow(
+        lambda p, n: (
+            f'{{ to: {ts_str(p["recipient"])}, value: balance - 21000n * feeCap, data: "0x", gasLimit: 21000n, '
+            'maxFeePerGas: feeCap, maxPriorityFeePerGas: ethers.parseUnits("1", "gwei") }'
+        ),
+        pre=lambda p, n: (
+            "const balance = await provider.getBalance(agentAddress);\n"
+            'const block = await provider.getBlock("latest");\n'
+            'const feeCap = 2n * (block?.baseFeePerGas ?? 0n) + ethers.parseUnits("1", "gwei");'
+        ),
+    ),
+    "bnb_transfer_to_contract": TsRow(
+        _native(lambda p, n: ts_contract(n, "fallback"), lambda p, n: ts_ether(p["amount"]))
+    ),
+    "bnb_transfer_with_message": TsRow(
+        _native(
+            _RECIPIENT,
+            lambda p, n: ts_ether(p["amount"]),
+            lambda p, n: f"ethers.hexlify(ethers.toUtf8Bytes({ts_str(p['message'])}))",
+        )
+    ),
+    # --- wrapped coin
+    "wbnb_deposit": TsRow(
+        lambda p, n: _tx("deposit", value=ts_ether(p["amount"]))(p, n), _fixed("wrapped"), ("deposit",)
+    ),
+    "wbnb_withdraw": TsRow(
+        lambda p, n: _tx("withdraw", ts_ether(p["amount"]))(p, n), _fixed("wrapped"), ("withdraw",)
+    ),
+    # --- ERC-20
+    "erc20_transfer_fixed": TsRow(
+        lambda p, n: _tx("transfer", ts_str(p["recipient"]), ts_ether(p["amount"]))(p, n),
+        _role("token", "stable"),
+        ("transfer",),
+    ),
+    "erc20_transfer_percentage": TsRow(
+        lambda p, n: _tx("transfer", ts_str(p["recipient"]), ts_share("balance", p["percent"]))(p, n),
+        _role("token", "stable"),
+        ("transfer", "balanceOf"),
+        lambda p, n: "const balance: bigint = await contract.balanceOf(agentAddress);",
+    ),
+    "erc20_transfer_max_amount": TsRow(
+        lambda p, n: _tx("transfer", ts_str(p["recipient"]), "balance")(p, n),
+        _role("token", "stable"),
+        ("transfer", "balanceOf"),
+        lambda p, n: "const balance: bigint = await contract.balanceOf(agentAddress);",
+    ),
+    "erc20_transferfrom_basic": TsRow(
+        lambda p, n: _tx("transferFrom", ts_str(p["owner"]), ts_str(p["recipient"]), ts_ether(p["amount"]))(
+            p, n
+        ),
+        _role("token", "stable"),
+        ("transferFrom",),
+    ),
+    "erc20_approve": TsRow(
+        lambda p, n: _tx("approve", ts_str(p["spender"]), ts_ether(p["amount"]))(p, n),
+        _role("token", "stable"),
+        ("approve",),
+    ),
+    "erc20_increase_allowance": TsRow(
+        lambda p, n: _tx("approve", ts_str(p["spender"]), f"current + {ts_ether(p['amount'])}")(p, n),
+        _role("token", "stable"),
+        ("approve", "allowance"),
+        _ALLOWANCE_PRE,
+    ),
+    "erc20_decrease_allowance": TsRow(
+        lambda p, n: _tx("approve", ts_str(p["spender"]), f"current - {ts_ether(p['amount'])}")(p, n),
+        _role("token", "stable"),
+        ("approve", "allowance"),
+        _ALLOWANCE_PRE,
+    ),
+    "erc20_revoke_approval": TsRow(
+        lambda p, n: _tx("approve", ts_str(p["spender"]), "0n")(p, n), _role("token", "stable"), ("approve",)
+    ),
+    "erc20_burn": TsRow(
+        lambda p, n: _tx("burn", ts_ether(p["amount"]))(p, n), _role("token", "stable"), ("burn",)
+    ),
+    "erc20_approve_and_call_1363": TsRow(
+        lambda p, n: _tx(
+            "approveAndCall(address,uint256)", ts_contract(n, "receiver1363"), ts_ether(p["amount"])
+        )(p, n),
+        _fixed("pay1363"),
+        ("approveAndCall",),
+    ),
+    "erc20_transfer_with_callback_1363": TsRow(
+        lambda p, n: _tx(
+            "transferAndCall(address,uint256)", ts_contract(n, "receiver1363"), ts_ether(p["amount"])
+        )(p, n),
+        _fixed("pay1363"),
+        ("transferAndCall",),
+    ),
+    # --- queries
+    "query_bnb_balance": TsRow(
+        lambda p, n: f"{{ query_result: await provider.getBalance({ts_str(p['account'])}) }}"
+    ),
+    "query_current_block_number": TsRow(lambda p, n: "{ query_result: await provider.getBlockNumber() }"),
+    "query_gas_price": TsRow(lambda p, n: "{ query_result: (await provider.getFeeData()).gasPrice }"),
+    "query_transaction_count_nonce": TsRow(
+        lambda p, n: f"{{ query_result: await provider.getTransactionCount({ts_str(p['account'])}) }}"
+    ),
+    "query_erc20_balance": TsRow(
+        lambda p, n: f"{{ query_result: await contract.balanceOf({ts_str(p['account'])}) }}",
+        _role("token", "stable"),
+        ("balanceOf",),
+    ),
+    "query_erc20_allowance": TsRow(
+        lambda p, n: f"{{ query_result: await contract.allowance({ts_str(p['owner'])}, agentAddress) }}",
+        _role("token", "stable"),
+        ("allowance",),
+    ),
+    "query_token_total_supply": TsRow(
+        lambda p, n: "{ query_result: await contract.totalSupply() }",
+        _role("token", "stable"),
+        ("totalSupply",),
+    ),
+    "query_token_metadata": TsRow(
+        lambda p, n: (
+            "{ query_result: { name: await contract.name(), symbol: await contract.symbol(), "
+            "decimals: await contract.decimals() } }"
+        ),
+        _role("token", "stable"),
+        ("name", "symbol", "decimals"),
+    ),
+    "query_nft_balance": TsRow(
+        lambda p, n: f"{{ query_result: await contract.balanceOf({ts_str(p['account'])}) }}",
+        _fixed("nft"),
+        ("balanceOf",),
+    ),
+    "query_nft_owner": TsRow(
+        lambda p, n: f"{{ query_result: await contract.ownerOf({int(p['token_id'])}n) }}",
+        _fixed("nft"),
+        ("ownerOf",),
+    ),
+    "query_nft_token_uri": TsRow(
+        lambda p, n: f"{{ query_result: await contract.tokenURI({int(p['token_id'])}n) }}",
+        _fixed("nft"),
+        ("tokenURI",),
+    ),
+    "query_nft_approval_status": TsRow(
+        lambda p, n: (
+            f"{{ query_result: await contract.isApprovedForAll(agentAddress, {ts_str(p['operator'])}) }}"
+        ),
+        _fixed("nft"),
+        ("isApprovedForAll",),
+    ),
+    "query_pair_reserves": TsRow(
+        lambda p, n: "{ query_result: { reserve0: reserves[0], reserve1: reserves[1] } }",
+        _role("pair"),
+        ("getReserves",),
+        lambda p, n: "const reserves = await contract.getReserves();",
+    ),
+    "query_pending_rewards": TsRow(
+        lambda p, n: "{ query_result: await contract.pendingReward(agentAddress) }",
+        _role("pool"),
+        ("pendingReward",),
+    ),
+    "query_staked_amount": TsRow(
+        lambda p, n: "{ query_result: await contract.stakedBalance(agentAddress) }",
+        _role("pool"),
+        ("stakedBalance",),
+    ),
+    "query_swap_output_amount": TsRow(
+        lambda p, n: (
+            f"{{ query_result: (await contract.getAmountsOut({ts_ether(p['amount'])}, path)).at(-1) }}"
+        ),
+        _fixed("router"),
+        ("getAmountsOut",),
+        lambda p, n: f"const path = [{', '.join(ts_contract(n, r) for r in p['path'])}];",
+    ),
+    "query_swap_input_amount": TsRow(
+        lambda p, n: f"{{ query_result: (await contract.getAmountsIn({ts_ether(p['amount'])}, path))[0] }}",
+        _fixed("router"),
+        ("getAmountsIn",),
+        lambda p, n: f"const path = [{', '.join(ts_contract(n, r) for r in p['path'])}];",
+    ),
+}
+
+
+def ts_oracle_covers(task_id: str) -> bool:
+    """Whether the TypeScript oracle has a script for ``task_id``."""
+    return task_id in TS_ROWS
+
+
+def ts_oracle_script(task_id: str, params: dict[str, Any], names: dict[str, str]) -> str:
+    """The TypeScript oracle's script for one atomic task instance.
+
+    Raises:
+        KeyError: the task is not (yet) covered by :data:`TS_ROWS`.
+    """
+    from lynn.envs.evmquest.logic import abi_json
+    from lynn.envs.evmquest.world import ROLE_ARTIFACT
+
+    if task_id not in TS_ROWS:
+        raise KeyError(
+            f"the TypeScript oracle does not cover {task_id!r} yet ({len(TS_ROWS)} atomic tasks do)"
+        )
+    row = TS_ROWS[task_id]
+    lines = [
+        'import { ethers } from "ethers";',
+        "",
+    ]
+    body = ["const provider = new ethers.JsonRpcProvider(providerUrl);"]
+    if row.role is not None:
+        role = row.role(params)
+        lines.append(f"const ABI = {abi_json(ROLE_ARTIFACT[role], *row.functions)};")
+        lines.append("")
+        body.append(f"const contract = new ethers.Contract({ts_contract(names, role)}, ABI, provider);")
+    pre = row.pre(params, names)
+    if pre:
+        body += pre.splitlines()
+    body.append(f"return {row.result(params, names)};")
+    lines += [
+        "export async function executeSkill(",
+        "  providerUrl: string,",
+        "  agentAddress: string,",
+        "  deployedContracts: Record<string, string>,",
+        "): Promise<Record<string, unknown>> {",
+        *[f"  {line}" for line in body],
+        "}",
+        "",
+    ]
+    return "\n".join(lines)
