@@ -285,6 +285,12 @@ class CoordinationEnv(gym.Env):
         assert self.pool is not None
         if not self.pool.present[slot]:
             return -1, f"slot {slot} is empty (no worker there); route to a slot whose action_mask is 1"
+        if self.pool.offline[slot]:
+            name = self.pool.names()[slot]
+            reason = self.pool.offline_reason.get(slot, "its heartbeat stopped")
+            return -1, (
+                f"worker {name} (slot {slot}) is offline ({reason}); route to a slot whose action_mask is 1"
+            )
         if not self.pool.available()[slot]:
             name = self.pool.names()[slot]
             return -1, (

@@ -110,6 +110,9 @@ class AgentPool:
         self.profiles: list[AgentProfile | None] = [None] * n_slots
         self.present = np.zeros(n_slots, dtype=bool)
         self.failed = np.zeros(n_slots, dtype=bool)
+        # Down and known to be down (its heartbeat stopped): not available, unlike a silent failure.
+        self.offline = np.zeros(n_slots, dtype=bool)
+        self.offline_reason: dict[int, str] = {}
         self.cost = np.zeros(n_slots)
         self.base_latency = np.ones(n_slots)
         self.p_simple = np.zeros(n_slots)
@@ -128,6 +131,8 @@ class AgentPool:
         self.profiles[slot] = profile
         self.present[slot] = True
         self.failed[slot] = False
+        self.offline[slot] = False
+        self.offline_reason.pop(slot, None)
         self.cost[slot] = profile.cost
         self.base_latency[slot] = profile.base_latency_ms
         self.p_simple[slot] = profile.p_simple
@@ -156,9 +161,10 @@ class AgentPool:
     def available(self) -> np.ndarray:
         """Slots that can take a call now: present and not overloaded.
 
-        A *failed* worker still shows as available (nobody has noticed yet): its calls time out.
+        A *failed* worker still shows as available (nobody has noticed yet): its calls time out. An
+        *offline* one does not (its heartbeat stopped, so the pool knows).
         """
-        return self.present & (self.load < self.dyn.overload)
+        return self.present & ~self.offline & (self.load < self.dyn.overload)
 
     def decay(self) -> None:
         """One step of load cooling."""

@@ -27,6 +27,7 @@ __all__ = [
     "LoadBurst",
     "Scenario",
     "Stationary",
+    "StandbyShock",
     "SymphonyShock",
     "make_scenario",
 ]
@@ -145,6 +146,7 @@ SYMPHONY_TABLE: tuple[AgentProfile, ...] = (
 _COLLATERAL: dict[str, dict[str, tuple[float, float]]] = {
     "unavailable": {"E": (1.0, 0.30), "C": (1.0, 0.50), "D": (1.0, 0.60)},
     "degraded": {"E": (1.0, 0.40), "C": (1.0, 0.60)},
+    "offline": {"E": (1.0, 0.30), "C": (1.0, 0.50), "D": (1.0, 0.60)},
 }
 
 
@@ -158,7 +160,8 @@ class SymphonyShock(Scenario):
 
     * ``shock="degraded"``: A's success falls to 0.6x on simple and 0.2x on hard subtasks;
     * ``shock="unavailable"``: A stops answering: it still shows as available (its heartbeat is
-      stale) but every call to it times out and fails.
+      stale) but every call to it times out and fails;
+    * ``shock="offline"``: A goes down visibly (``available`` = 0, the action mask excludes it).
 
     ``collateral=True`` adds the reference's damage to the other workers (E, C, and for
     ``unavailable`` D, get worse on hard work, and A's advertised hard match drops to 0.7x). The
@@ -200,6 +203,8 @@ class SymphonyShock(Scenario):
         a = names.index("A")
         if self.shock == "unavailable":
             pool.failed[a] = True
+        elif self.shock == "offline":
+            pool.offline[a] = True
         else:
             pool.p_simple[a] *= 0.6
             pool.p_hard[a] *= 0.2
@@ -219,6 +224,44 @@ class SymphonyShockUnavailable(SymphonyShock):
 
     name: ClassVar[str] = "symphony-shock-unavailable"
     description: ClassVar[str] = "the reference 5-agent pool; the best agent silently stops answering halfway"
+    shock: str = "unavailable"
+
+
+# --- standby-shock ---------------------------------------------------------------------------
+#: The reference pool plus ``S``, a near-equal standby for ``A`` (a little slower and pricier, a little
+#: weaker on hard work) that a router only needs when ``A`` is busy.
+STANDBY_TABLE: tuple[AgentProfile, ...] = (
+    *SYMPHONY_TABLE,
+    AgentProfile("S-standby", 1.10, 950.0, 0.98, 0.96, (0.80, 0.93)),
+)
+
+
+@dataclass
+class StandbyShock(SymphonyShock):
+    """A shock the pool can absorb: the reference pool plus a near-equal standby ``S`` for ``A``.
+
+    In :class:`SymphonyShock` losing ``A`` costs the pool so much capacity that even the oracle needs
+    ~97 steps to get back to 0.9x its pre-shock success; here ``S`` (0.98 / 0.96 against ``A``'s
+    0.99 / 0.99, cost 1.10 against 1.00) can take ``A``'s work, and the load is milder (+0.15 per
+    call, so ``A`` and ``S`` together absorb most hard subtasks), so the oracle's post-shock success
+    (0.93) stays above 0.9x its pre-shock one (0.96) and it "recovers" at once. A learning router
+    must first notice: ``A`` fails silently at ``shock_step`` (``shock="unavailable"``, the default:
+    its calls time out while it still looks available), degrades (``"degraded"``), or goes visibly
+    down (``"offline"``: its heartbeat stops, ``available`` turns 0, which every router survives).
+
+    The reputation forgets fast (EMA 0.8 per execution, ~5 executions of memory, against the
+    reference's 0.95): with a 20-execution memory the ``prior_success`` of ``A`` stays high for the
+    8-10 failed calls it takes to drop it, and those failures alone keep the rolling-50 success
+    under the target for 50 steps whatever the router does next (measured: LinUCB 60-80 steps).
+    """
+
+    name: ClassVar[str] = "standby-shock"
+    description: ClassVar[str] = "reference pool + a near-equal standby for A; A silently fails halfway"
+
+    dynamics: PoolDynamics = field(
+        default_factory=lambda: PoolDynamics(load_per_call=0.15, reputation_decay=0.8)
+    )
+    agents: tuple[AgentProfile, ...] = STANDBY_TABLE
     shock: str = "unavailable"
 
 
@@ -385,6 +428,7 @@ SCENARIOS: dict[str, type[Scenario]] = {
         Stationary,
         SymphonyShock,
         SymphonyShockUnavailable,
+        StandbyShock,
         LatencyHeterogeneity,
         LoadBurst,
         Churn,
