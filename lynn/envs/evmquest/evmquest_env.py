@@ -692,7 +692,7 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
             "subprocesses are available."
             if self.action_mode == "script" and self.script_language == "python"
             else "Reply with TypeScript source (ethers v6) exporting async function executeSkill(providerUrl: string, "
-            "agentAddress: string, deployedContracts: Record<string, string>). `import { ethers } from \"ethers\"`; "
+            'agentAddress: string, deployedContracts: Record<string, string>). `import { ethers } from "ethers"`; '
             "new ethers.JsonRpcProvider(providerUrl) reaches a read-only JSON-RPC proxy (eth_call, eth_getBalance, ...; "
             "eth_signTypedData_v4 for your own address; no signer). Return an unsigned transaction {to, data, value} "
             "(bigint is fine; the environment signs and sends it; optional gasLimit, maxFeePerGas) or "

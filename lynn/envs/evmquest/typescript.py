@@ -299,10 +299,28 @@ def _oom_count(cgroup: str | None) -> int:
         if os.path.isfile(os.path.join(cgroup, "memory.events")):
             with open(os.path.join(cgroup, "memory.events")) as fh:
                 return sum(int(line.split()[1]) for line in fh if line.startswith(("oom_kill", "max ")))
-        with open(os.path.join(cgroup, "memory.failcnt")) as fh:
-            return int(fh.read().strip() or 0)
+        with open(os.path.join(cgroup, "memory.oom_control")) as fh:
+            return sum(int(line.split()[1]) for line in fh if line.startswith("oom_kill "))
     except (OSError, ValueError):
         return 0
+
+
+def _relay(pid: int, reraise: bool) -> None:
+    """Wait for ``pid`` and end with its status (never returns)."""
+    code = 4
+    try:
+        _, status = os.waitpid(pid, 0)
+        if os.WIFSIGNALED(status):
+            code = 128 + os.WTERMSIG(status)
+        elif os.WIFEXITED(status):
+            code = os.WEXITSTATUS(status)
+        if reraise and code > 128:
+            sig = code - 128
+            if sig not in (signal.SIGKILL, signal.SIGSTOP):
+                signal.signal(sig, signal.SIG_DFL)
+            os.kill(os.getpid(), sig)
+    finally:
+        os._exit(code)
 
 
 def _run_child(sock: socket.socket, job: dict[str, Any], scratch: str, config: dict[str, Any]) -> None:
@@ -349,17 +367,21 @@ def _run_child(sock: socket.socket, job: dict[str, Any], scratch: str, config: d
             json.dump({k: job[k] for k in ("source", "agent_address", "contracts")}, fh)
         if is_root:
             os.chown(job_path, NOBODY, NOBODY)
-        pid = os.fork()  # the first process of the new PID namespace: its /proc shows only itself
+        libc = ctypes.CDLL(None, use_errno=True)
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        # Fork twice: the first child is PID 1 (init) of the new PID namespace and only waits, so
+        # that Bun (PID 2) gets ordinary signal semantics (init ignores SIGXCPU). Exit statuses are
+        # relayed upwards, a signal as 128 + its number.
+        pid = os.fork()
         if pid:
             sock.close()
-            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-            _, status = os.waitpid(pid, 0)
-            if os.WIFSIGNALED(status):
-                sig = os.WTERMSIG(status)
-                signal.signal(sig, signal.SIG_DFL)
-                os.kill(os.getpid(), sig)
-            os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 4)
+            _relay(pid, reraise=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # the namespace dies with its parent
         _libc_mount("proc", os.path.join(scratch, "proc"), "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+        pid = os.fork()
+        if pid:
+            sock.close()
+            _relay(pid, reraise=False)
         os.chroot(scratch)
         os.chdir("/")
         memory = int(limits["memory_bytes"])
@@ -377,7 +399,6 @@ def _run_child(sock: socket.socket, job: dict[str, Any], scratch: str, config: d
             os.setgid(NOBODY)
             os.setuid(NOBODY)
         resource.setrlimit(resource.RLIMIT_NPROC, (64, 64))
-        libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # after setuid, which clears it
         path = ctypes.create_string_buffer(BUN_IN_ROOT.encode())
         args = [BUN_IN_ROOT, "--no-install", HARNESS_IN_ROOT]

@@ -161,7 +161,8 @@ async function main(): Promise<void> {
     report({ ok: true, value: toWire(value) });
   } catch (e: any) {
     const stack = String(e?.stack ?? "").split("\n").filter((l) => l.includes("agent-script")).slice(0, 6).join("\n");
-    report({ ok: false, error: `${e?.name ?? "Error"}: ${e?.shortMessage ?? e?.message ?? e}${stack ? "\n" + stack : ""}` });
+    const code = e?.code !== undefined ? ` [${e.code}${e?.syscall ? " " + e.syscall : ""}]` : "";
+    report({ ok: false, error: `${e?.name ?? "Error"}${code}: ${e?.shortMessage ?? e?.message ?? e}${stack ? "\n" + stack : ""}` });
   }
 }
 
