@@ -249,6 +249,51 @@ def cmd_train_lm(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_train_grpo(args: argparse.Namespace) -> int:
+    from lynn.agents.llm.grpo_train import GRPOTrainConfig, train_grpo
+
+    cfg = GRPOTrainConfig(
+        model=args.model,
+        out=args.out,
+        env=args.env,
+        mode=args.mode,
+        staleness=args.staleness,
+        kappa=args.kappa,
+        workers=args.workers,
+        updates=args.updates,
+        groups_per_update=args.groups,
+        group_size=args.group_size,
+        lr=args.lr,
+        beta=args.beta,
+        importance_sampling_level=args.level,
+        temperature=args.temperature,
+        max_new_tokens=args.max_new_tokens,
+        tasks=args.tasks.split(",") if args.tasks else None,
+        seed=args.seed,
+        backend=args.backend,
+        checkpoint_every=args.checkpoint_every,
+        resume=args.resume,
+        time_budget_s=args.max_minutes * 60 if args.max_minutes else None,
+        eval_heldout=args.eval,
+        eval_workers=args.eval_workers,
+        progress=not args.no_progress,
+        threads=args.threads,
+        kill_worker_at=args.kill_worker_at,
+    )
+    s = train_grpo(cfg)
+    if args.json:
+        print(json.dumps({k: v for k, v in s.items() if k != "history"}, sort_keys=True, default=str))
+    else:
+        hist = " ".join(f"{k}:{v}" for k, v in s.get("staleness_hist", {}).items())
+        print(
+            f"grpo {cfg.mode}: {s['updates']} updates in {s['wall_s']:.0f}s, utilisation {s['utilisation']:.1%}, "
+            f"{s['rollouts_per_s']:.3f} groups/s, reward {s['reward_first5']:.3f} -> {s['reward_last5']:.3f}, "
+            f"dropped stale {s['dropped_stale']}, lost {s['lost']}, refused {s['refused']}, staleness [{hist}] "
+            f"-> {s['final']} ({s['reward_png']})"
+        )
+    return 0
+
+
 # --- doctor -----------------------------------------------------------------------------------
 PY_DEPS = [
     # (import name, extra that brings it)
@@ -430,6 +475,39 @@ def build_parser() -> argparse.ArgumentParser:
     lm.add_argument("--json", action="store_true")
     lm.add_argument("--no-progress", action="store_true")
     lm.set_defaults(func=cmd_train_lm)
+    gr = tsub.add_parser(
+        "grpo", help="GRPO post-training of a policy LM on EVMQuest (co-located or through Echo)"
+    )
+    gr.add_argument("--env", default="Lynn/EVMQuest-v0")
+    gr.add_argument("--model", required=True, help="the starting (BC) model folder")
+    gr.add_argument("--out", required=True)
+    gr.add_argument("--mode", choices=("colocated", "pull", "push_pull"), default="push_pull")
+    gr.add_argument("--staleness", type=int, default=1, help="S: largest staleness consumed (push_pull)")
+    gr.add_argument("--kappa", type=int, default=1, help="publish every kappa updates (push_pull)")
+    gr.add_argument("--workers", type=int, default=2)
+    gr.add_argument("--backend", choices=("local", "ray"), default="local")
+    gr.add_argument("--updates", type=int, default=10)
+    gr.add_argument("--groups", type=int, default=4, help="R: prompt groups per update")
+    gr.add_argument("--group-size", type=int, default=4, help="G: sampled replies per prompt")
+    gr.add_argument("--lr", type=float, default=2e-5)
+    gr.add_argument("--beta", type=float, default=0.0, help="KL coefficient to the starting model")
+    gr.add_argument("--level", choices=("token", "sequence"), default="token", help="GRPO or GSPO ratios")
+    gr.add_argument("--temperature", type=float, default=1.0)
+    gr.add_argument("--max-new-tokens", type=int, default=384)
+    gr.add_argument("--tasks", help="comma-separated atomic task ids (default: every atomic task)")
+    gr.add_argument("--seed", type=int, default=0)
+    gr.add_argument("--checkpoint-every", type=int, default=5)
+    gr.add_argument("--resume", action="store_true", help="continue from the newest checkpoint in --out")
+    gr.add_argument("--max-minutes", type=float, default=None)
+    gr.add_argument("--eval", action="store_true", help="evaluate the result on held-out atomic seeds")
+    gr.add_argument("--eval-workers", type=int, default=1)
+    gr.add_argument("--threads", type=int, default=1)
+    gr.add_argument(
+        "--kill-worker-at", type=int, default=None, help="fault drill: kill worker 0 after this update"
+    )
+    gr.add_argument("--json", action="store_true")
+    gr.add_argument("--no-progress", action="store_true")
+    gr.set_defaults(func=cmd_train_grpo)
     from lynn.envs.worldmodel.train import add_train_parsers  # light: heavy imports run in the commands
 
     add_train_parsers(tsub)  # lynn train world-model / reward-model

@@ -6,7 +6,10 @@ You provide two objects:
   worker process or Ray actor) whose worker has ``set_weights(weights)`` and
   ``rollout(seed) -> data`` (one trajectory or a small batch of them, any picklable value);
 - a **learner** with ``get_weights() -> weights`` and ``update(batch: list[data]) -> dict``
-  (one optimisation step on ``R`` rollouts; returns metrics).
+  (one optimisation step on ``R`` rollouts; returns metrics), and optionally
+  ``validate(data) -> str | None``: a rollout for which it returns a reason is refused (logged on
+  ``lynn.echo`` with the worker and the reason, counted in ``stats.refused``, never consumed; pull
+  mode asks for a replacement).
 
 ::
 
@@ -31,6 +34,7 @@ replaced; its rollout in flight is counted in ``stats.lost``.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing as mp
 import os
 import pickle
@@ -49,6 +53,7 @@ from lynn.wrappers.echo.core import Coordinator, EchoStats, Rollout
 __all__ = ["BACKENDS", "ActorLearner", "LearnerProtocol", "WorkerProtocol"]
 
 BACKENDS = ("local", "ray")
+log = logging.getLogger("lynn.echo")
 
 
 class WorkerProtocol(Protocol):
@@ -379,8 +384,18 @@ class ActorLearner:
         """Fault injection (tests, chaos drills): kill one worker's process or actor."""
         self.pool.kill(worker)
 
-    def run(self, updates: int, time_budget: float | None = None, drain_s: float = 5.0) -> EchoStats:
-        """Do ``updates`` learner updates (or stop at ``time_budget`` seconds); return the stats."""
+    def run(
+        self,
+        updates: int,
+        time_budget: float | None = None,
+        drain_s: float = 5.0,
+        on_update: Callable[[dict[str, Any]], None] | None = None,
+    ) -> EchoStats:
+        """Do ``updates`` learner updates (or stop at ``time_budget`` seconds); return the stats.
+
+        ``on_update(record)`` is called after each update with its metrics record (progress bars,
+        checkpoints, fault drills); it runs on the learner's clock.
+        """
         coord = Coordinator(self.mode, self.R, self.S, self.kappa, self.order)
         self.coordinator = coord
         stats = EchoStats(mode=self.mode, backend=self.backend)
@@ -389,6 +404,8 @@ class ActorLearner:
         errors: list[BaseException] = []
         restarts0 = self.pool.restarts
         failures = [0] * self.num_workers  # consecutive losses per worker
+        validate = getattr(self.learner, "validate", None)
+        self.refusals: list[str] = []
 
         with lock:
             self.pool.publish(0, self.learner.get_weights())
@@ -407,7 +424,14 @@ class ActorLearner:
                                 if ev[0] == "done":
                                     _, w, rid, version, data = ev
                                     failures[w] = 0
-                                    coord.arrived(w, Rollout(rid, w, version, data))
+                                    reason = validate(data) if validate is not None else None
+                                    if reason:
+                                        coord.refuse(w)
+                                        msg = f"refused malformed rollout {rid} from worker {w} (version {version}): {reason}"
+                                        self.refusals.append(msg)
+                                        log.warning(msg)
+                                    else:
+                                        coord.arrived(w, Rollout(rid, w, version, data))
                                 else:
                                     if coord.worker_lost(ev[1]):
                                         self.loss_reports.append(f"worker {ev[1]}: {ev[2]}")
@@ -464,6 +488,8 @@ class ActorLearner:
                     time_s=time.perf_counter() - start,
                 )
                 stats.metrics.append(record)
+                if on_update is not None:
+                    on_update(record)
             end = time.perf_counter()
             # Let requests in flight finish so that every dispatched rollout is accounted for.
             with lock:

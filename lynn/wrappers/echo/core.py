@@ -55,6 +55,7 @@ class EchoStats:
     rollouts_per_s: float = 0.0
     dropped_stale: int = 0
     lost: int = 0
+    refused: int = 0
     abandoned: int = 0
     leftover: int = 0
     worker_restarts: int = 0
@@ -69,6 +70,7 @@ class EchoStats:
             f"{self.mode}/{self.backend}: {self.updates} updates in {self.wall_s:.2f}s, "
             f"utilisation {self.utilisation:.1%}, {self.rollouts_per_s:.1f} rollouts/s, "
             f"consumed {self.rollouts_consumed}, dropped stale {self.dropped_stale}, lost {self.lost}, "
+            f"refused {self.refused}, "
             f"restarts {self.worker_restarts}, staleness [{hist}]"
         )
 
@@ -121,6 +123,7 @@ class Coordinator:
         self.generated = 0
         self.dropped_stale = 0
         self.lost = 0
+        self.refused = 0
         self.consumed_ids: set[int] = set()
         self.consumed: list[tuple[int, int, int]] = []  # (rollout_id, version, step)
         self.staleness_hist: Counter[int] = Counter()
@@ -167,6 +170,14 @@ class Coordinator:
         self.lost += 1
         return 1
 
+    def refuse(self, worker: int) -> None:
+        """A worker returned a malformed rollout: it never enters the buffer (pull mode asks again)."""
+        got = self.in_flight.pop(worker, None)
+        if got is not None and got[1] == self.published_version:
+            self.step_requested -= 1
+        self.generated += 1
+        self.refused += 1
+
     def drop_stale(self) -> int:
         """Drop buffered rollouts too old for the current step; return how many."""
         fresh = [r for r in self.buffer if self.t - r.version <= self.S]
@@ -212,6 +223,7 @@ class Coordinator:
         stats.rollouts_consumed = len(self.consumed)
         stats.dropped_stale = self.dropped_stale
         stats.lost = self.lost
+        stats.refused = self.refused
         stats.abandoned = len(self.in_flight)
         stats.leftover = len(self.buffer)
         stats.publishes = self.publishes

@@ -1,0 +1,203 @@
+"""Inference workers for GRPO: :class:`~lynn.agents.llm.policy.LMPolicy` against real EVMQuest episodes.
+
+A :class:`RolloutWorker` is an Echo worker (``set_weights`` / ``rollout(seed)``, see
+:mod:`lynn.wrappers.echo.actor_learner`). ``rollout(seed)`` makes one **GRPO group**: it resets a real
+``Lynn/EVMQuest-v0`` env with ``seed`` (a train instance: seeds below
+:data:`lynn.lm.data.EVM_TEST_SEEDS` are held out and refused), samples ``G`` replies to that prompt
+with ``LMPolicy`` (the same rendering and parsing as ``lynn eval --agent lm``; temperature sampling
+seeded by ``seed``), and scores each reply by executing it: reset to the same instance, ``step`` the
+parsed script on the chain, reward = the env's reward for that first attempt (partial credit kept;
+0 when the script fails and the episode is not over). The group carries the token ids the policy
+wrote and **the policy version** the worker held, so the learner can recompute log-probs itself.
+
+Atomic tasks are one decision each (one script), which is what a group compares; composites (several
+scripts) are the second curriculum stage and are not run by this worker yet.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from lynn.lm.backends import Generation, Generator, Prompt
+
+__all__ = ["IdGenerator", "RolloutWorker", "WorkerFactory"]
+
+
+class IdGenerator(Generator):
+    """Plain ``transformers`` sampling that also returns the prompt and completion token ids
+    (``Generation.stats["prompt_ids"]`` / ``["completion_ids"]``; the completion keeps its EOS token)."""
+
+    name = "transformers-ids"
+
+    def __init__(self, model: Any, tokenizer: Any) -> None:
+        import torch
+
+        self.model, self.tokenizer, self.torch = model, tokenizer, torch
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        ids = {tokenizer.eos_token_id, getattr(model.generation_config, "eos_token_id", None)}
+        self.eos_ids = sorted(
+            i for x in ids for i in (x if isinstance(x, list) else [x]) if isinstance(i, int)
+        )
+        self.context = int(getattr(model.config, "max_position_embeddings", 2048))
+
+    def encode(self, prompt: Prompt) -> list[int]:
+        if isinstance(prompt, str):
+            return list(self.tokenizer(prompt, add_special_tokens=False)["input_ids"])
+        from lynn.lm.tokenizer import encode_chat
+
+        return encode_chat(self.tokenizer, prompt, add_generation_prompt=True)
+
+    def count_tokens(self, prompt: Prompt) -> int:
+        return len(self.encode(prompt))
+
+    def generate(
+        self,
+        prompts: Sequence[Prompt],
+        max_new_tokens: int = 256,
+        stop: Sequence[str] | None = None,
+        temperature: float = 0.0,
+        seed: int | None = None,
+    ) -> list[Generation]:
+        torch = self.torch
+        ids = [self.encode(p) for p in prompts]
+        n = max(len(b) for b in ids)
+        input_ids = torch.tensor([[self.pad_id] * (n - len(b)) + b for b in ids])
+        mask = torch.tensor([[0] * (n - len(b)) + [1] * len(b) for b in ids])
+        kwargs: dict[str, Any] = {"do_sample": temperature > 0}
+        if temperature > 0:
+            kwargs.update(temperature=temperature, top_k=0, top_p=1.0)
+            if seed is not None:
+                torch.manual_seed(seed)
+        else:
+            kwargs.update(temperature=None, top_k=None, top_p=None)
+        self.model.eval()
+        with torch.no_grad():
+            seq = self.model.generate(
+                input_ids=input_ids,
+                attention_mask=mask,
+                max_new_tokens=max_new_tokens,
+                eos_token_id=self.eos_ids or None,
+                pad_token_id=self.pad_id,
+                **kwargs,
+            )
+        out = []
+        for p, row in zip(ids, seq, strict=True):
+            toks = row[n:].tolist()
+            finish = "length"
+            for j, t in enumerate(toks):
+                if t in self.eos_ids:
+                    toks, finish = toks[: j + 1], "stop"
+                    break
+            text = self.tokenizer.decode([t for t in toks if t not in self.eos_ids], skip_special_tokens=True)
+            out.append(Generation(text, len(p), len(toks), finish, {"prompt_ids": p, "completion_ids": toks}))
+        return out
+
+
+class RolloutWorker:
+    """One GRPO inference worker (an Echo worker).
+
+    Args:
+        model: the starting model folder (weights are replaced by every ``set_weights``).
+        group_size: replies per prompt ``G``.
+        temperature: sampling temperature (the learner scores log-probs at the same temperature).
+        max_new_tokens: reply budget.
+        tasks: EVMQuest atomic task ids to draw from (default: every atomic task).
+        env_kwargs: extra ``EVMQuestEnv`` arguments.
+        threads: torch threads in this worker.
+        index: the worker's index (for logs).
+    """
+
+    def __init__(
+        self,
+        model: str | Path,
+        group_size: int = 4,
+        temperature: float = 1.0,
+        max_new_tokens: int = 384,
+        tasks: Sequence[str] | None = None,
+        env_kwargs: dict[str, Any] | None = None,
+        threads: int | None = 1,
+        index: int = 0,
+    ) -> None:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        from lynn.agents.llm.policy import EVMQUEST, LMPolicy
+        from lynn.envs.evmquest.evmquest_env import EVMQuestEnv
+
+        if threads:
+            torch.set_num_threads(threads)
+        if group_size < 2:
+            raise ValueError("a GRPO group needs at least 2 replies (group_size >= 2)")
+        self.model = AutoModelForCausalLM.from_pretrained(model)
+        self.tokenizer = AutoTokenizer.from_pretrained(model)
+        self.gen = IdGenerator(self.model, self.tokenizer)
+        self.policy = LMPolicy(
+            env_id=EVMQUEST,
+            generator=self.gen,
+            temperature=temperature,
+            max_new_tokens=max_new_tokens,
+            context=self.gen.context,
+        )
+        self.env = EVMQuestEnv(task=list(tasks) if tasks else None, split="atomic", **(env_kwargs or {}))
+        self.G = group_size
+        self.version = 0
+        self.index = index
+
+    def set_weights(self, weights: dict[str, Any]) -> None:
+        self.model.load_state_dict(weights["state"])
+        self.version = int(weights["version"])
+
+    def rollout(self, seed: int) -> dict[str, Any]:
+        from lynn.lm.data import EVM_TEST_SEEDS
+
+        if seed < EVM_TEST_SEEDS:
+            raise ValueError(
+                f"seed {seed} is a held-out EVMQuest instance (< {EVM_TEST_SEEDS}); GRPO trains on train seeds only"
+            )
+        t0 = time.perf_counter()
+        obs, info = self.env.reset(seed=seed)
+        task_id = info.get("task_id")
+        self.policy.reset(seed=seed)
+        actions = self.policy.act_batch([obs] * self.G, [info] * self.G)
+        gens = self.policy.last_generations
+        gen_s = time.perf_counter() - t0
+        comps = []
+        for act, g in zip(actions, gens, strict=True):
+            self.env.reset(seed=seed)  # the same instance (task and parameters follow the seed)
+            _, reward, terminated, _, step_info = self.env.step(act)
+            comps.append(
+                {
+                    "ids": g.stats["completion_ids"],
+                    "reward": float(reward) if terminated else 0.0,
+                    "success": bool(step_info.get("success", False)) if terminated else False,
+                    "error": step_info.get("error"),
+                    "finish": g.finish_reason,
+                }
+            )
+        return {
+            "version": self.version,
+            "prompt_ids": gens[0].stats["prompt_ids"],
+            "completions": comps,
+            "task_id": task_id,
+            "seed": seed,
+            "worker": self.index,
+            "gen_s": gen_s,
+            "env_s": time.perf_counter() - t0 - gen_s,
+            "tokens": sum(len(c["ids"]) for c in comps),
+        }
+
+    def close(self) -> None:
+        self.env.close()
+
+
+class WorkerFactory:
+    """A picklable ``make_worker(i)`` for :class:`lynn.wrappers.echo.ActorLearner`."""
+
+    def __init__(self, model: str, **kwargs: Any) -> None:
+        self.model, self.kwargs = str(model), kwargs
+
+    def __call__(self, index: int) -> RolloutWorker:
+        return RolloutWorker(self.model, index=index, **self.kwargs)
