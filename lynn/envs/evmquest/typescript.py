@@ -528,6 +528,27 @@ _ALLOWANCE_PRE: TsPart = lambda p, n: (  # noqa: E731
     f"const current: bigint = await contract.allowance(agentAddress, {ts_str(p['spender'])});"
 )
 
+_DEADLINE = 'const deadline = BigInt((await provider.getBlock("latest"))!.timestamp) + 600n;'
+
+
+def _swap_pre(p: dict[str, Any], n: dict[str, str], quote_fn: str) -> str:
+    pick = "[0]" if quote_fn == "getAmountsIn" else ".at(-1)"
+    return (
+        f"const amount = {ts_ether(p['amount'])};\n"
+        f"const path = [{', '.join(ts_contract(n, str(r)) for r in p['path'])}];\n"
+        f"{_DEADLINE}\n"
+        f"const quote: bigint = (await contract.{quote_fn}(amount, path)){pick};"
+    )
+
+
+def _remove_pre(p: dict[str, Any], n: dict[str, str]) -> str:
+    return (
+        f"const pair = new ethers.Contract({ts_contract(n, p['pair'])}, "
+        '["function balanceOf(address) view returns (uint256)"], provider);\n'
+        f"const liquidity = {ts_share('(await pair.balanceOf(agentAddress))', p['percent'])};\n" + _DEADLINE
+    )
+
+
 TS_ROWS: dict[str, TsRow] = {
     # --- native coin
     "bnb_transfer_basic": TsRow(_native(_RECIPIENT, lambda p, n: ts_ether(p["amount"]))),
@@ -625,6 +646,254 @@ TS_ROWS: dict[str, TsRow] = {
         _fixed("pay1363"),
         ("transferAndCall",),
     ),
+    # --- ERC-2612 permit: the env signs typed data for the agent (eth_signTypedData_v4 through the proxy)
+    "erc20_permit": TsRow(
+        lambda p, n: (
+            "{ to: await contract.getAddress(), data: "
+            + _encode(
+                "permit", "agentAddress", ts_str(p["spender"]), "value", "deadline", "sig.v", "sig.r", "sig.s"
+            )
+            + ", value: 0n }"
+        ),
+        _role("token", "stable"),
+        ("permit", "name", "nonces"),
+        lambda p, n: (
+            f"const value = {ts_ether(p['amount'])};\n"
+            'const deadline = BigInt((await provider.getBlock("latest"))!.timestamp) + 3600n;\n'
+            "const typed = {\n"
+            "  types: {\n"
+            "    EIP712Domain: [\n"
+            '      { name: "name", type: "string" }, { name: "version", type: "string" },\n'
+            '      { name: "chainId", type: "uint256" }, { name: "verifyingContract", type: "address" },\n'
+            "    ],\n"
+            "    Permit: [\n"
+            '      { name: "owner", type: "address" }, { name: "spender", type: "address" },\n'
+            '      { name: "value", type: "uint256" }, { name: "nonce", type: "uint256" },\n'
+            '      { name: "deadline", type: "uint256" },\n'
+            "    ],\n"
+            "  },\n"
+            '  primaryType: "Permit",\n'
+            "  domain: {\n"
+            '    name: await contract.name(), version: "1",\n'
+            "    chainId: (await provider.getNetwork()).chainId.toString(), verifyingContract: await contract.getAddress(),\n"
+            "  },\n"
+            "  message: {\n"
+            f"    owner: agentAddress, spender: {ts_str(p['spender'])}, value: value.toString(),\n"
+            "    nonce: (await contract.nonces(agentAddress)).toString(), deadline: deadline.toString(),\n"
+            "  },\n"
+            "};\n"
+            'const signature: string = await provider.send("eth_signTypedData_v4", [agentAddress, JSON.stringify(typed)]);\n'
+            "const sig = ethers.Signature.from(signature);"
+        ),
+    ),
+    "erc20_flashloan": TsRow(
+        lambda p, n: _tx(
+            "flashLoan",
+            ts_contract(n, "flash_borrower"),
+            ts_contract(n, "flash"),
+            ts_ether(p["amount"]),
+            '"0x"',
+        )(p, n),
+        _fixed("flash"),
+        ("flashLoan",),
+    ),
+    # --- NFTs
+    "erc721_transfer": TsRow(
+        lambda p, n: _tx("transferFrom", "agentAddress", ts_str(p["recipient"]), f"{int(p['token_id'])}n")(
+            p, n
+        ),
+        _fixed("nft"),
+        ("transferFrom",),
+    ),
+    "erc721_safe_transfer": TsRow(
+        lambda p, n: _tx(
+            "safeTransferFrom(address,address,uint256)",
+            "agentAddress",
+            ts_str(p["recipient"]),
+            f"{int(p['token_id'])}n",
+        )(p, n),
+        _fixed("nft"),
+        ("safeTransferFrom",),
+    ),
+    "erc721_approve": TsRow(
+        lambda p, n: _tx("approve", ts_str(p["spender"]), f"{int(p['token_id'])}n")(p, n),
+        _fixed("nft"),
+        ("approve",),
+    ),
+    "erc721_set_approval_for_all": TsRow(
+        lambda p, n: _tx("setApprovalForAll", ts_str(p["operator"]), "true")(p, n),
+        _fixed("nft"),
+        ("setApprovalForAll",),
+    ),
+    "erc1155_transfer_single": TsRow(
+        lambda p, n: _tx(
+            "safeTransferFrom",
+            "agentAddress",
+            ts_str(p["recipient"]),
+            f"{int(p['item_id'])}n",
+            f"{int(p['amount'])}n",
+            '"0x"',
+        )(p, n),
+        _fixed("multi"),
+        ("safeTransferFrom",),
+    ),
+    "erc1155_safe_transfer_with_data": TsRow(
+        lambda p, n: _tx(
+            "safeTransferFrom",
+            "agentAddress",
+            ts_str(p["recipient"]),
+            f"{int(p['item_id'])}n",
+            f"{int(p['amount'])}n",
+            f"ethers.toUtf8Bytes({ts_str(p['memo'])})",
+        )(p, n),
+        _fixed("multi"),
+        ("safeTransferFrom",),
+    ),
+    # --- contract calls
+    "contract_call_simple": TsRow(lambda p, n: _tx("increment")(p, n), _fixed("counter"), ("increment",)),
+    "contract_call_with_params": TsRow(
+        lambda p, n: _tx("postMessage", ts_str(p["message"]))(p, n), _fixed("board"), ("postMessage",)
+    ),
+    "contract_call_with_value": TsRow(
+        lambda p, n: _tx("donate", value=ts_ether(p["amount"]))(p, n), _fixed("donation"), ("donate",)
+    ),
+    "contract_delegate_call": TsRow(
+        lambda p, n: _tx("delegateSetValue", ts_contract(n, "delegate_target"), f"{int(p['value'])}n")(p, n),
+        _fixed("delegate_caller"),
+        ("delegateSetValue",),
+    ),
+    "contract_payable_fallback": TsRow(
+        _native(
+            lambda p, n: ts_contract(n, "fallback"),
+            lambda p, n: ts_ether(p["amount"]),
+            lambda p, n: ts_str(p["calldata"]),
+        )
+    ),
+    # --- staking
+    "stake_single_token": TsRow(
+        lambda p, n: _tx("deposit", ts_ether(p["amount"]))(p, n), _role("pool"), ("deposit",)
+    ),
+    "stake_lp_tokens": TsRow(
+        lambda p, n: _tx("deposit", ts_share("lp", p["percent"]))(p, n),
+        _role("pool"),
+        ("deposit",),
+        lambda p, n: (
+            f"const lpToken = new ethers.Contract({ts_contract(n, 'pair_wrapped_stable')}, "
+            '["function balanceOf(address) view returns (uint256)"], provider);\n'
+            "const lp: bigint = await lpToken.balanceOf(agentAddress);"
+        ),
+    ),
+    "unstake_lp_tokens": TsRow(
+        lambda p, n: _tx("withdraw", ts_share("staked", p["percent"]))(p, n),
+        _role("pool"),
+        ("withdraw", "stakedBalance"),
+        lambda p, n: "const staked: bigint = await contract.stakedBalance(agentAddress);",
+    ),
+    "harvest_rewards": TsRow(lambda p, n: _tx("harvest")(p, n), _role("pool"), ("harvest",)),
+    "emergency_withdraw": TsRow(
+        lambda p, n: _tx("emergencyWithdraw")(p, n), _role("pool"), ("emergencyWithdraw",)
+    ),
+    # --- DEX: swaps and liquidity (quotes from the router, 1% slippage as the Python oracle)
+    "swap_exact_bnb_for_tokens": TsRow(
+        lambda p, n: _tx(
+            "swapExactETHForTokens", ts_share("quote", 99), "path", "agentAddress", "deadline", value="amount"
+        )(p, n),
+        _fixed("router"),
+        ("swapExactETHForTokens", "getAmountsOut"),
+        lambda p, n: _swap_pre(p, n, "getAmountsOut"),
+    ),
+    "swap_exact_tokens_for_bnb": TsRow(
+        lambda p, n: _tx(
+            "swapExactTokensForETH", "amount", ts_share("quote", 99), "path", "agentAddress", "deadline"
+        )(p, n),
+        _fixed("router"),
+        ("swapExactTokensForETH", "getAmountsOut"),
+        lambda p, n: _swap_pre(p, n, "getAmountsOut"),
+    ),
+    "swap_exact_tokens_for_tokens": TsRow(
+        lambda p, n: _tx(
+            "swapExactTokensForTokens", "amount", ts_share("quote", 99), "path", "agentAddress", "deadline"
+        )(p, n),
+        _fixed("router"),
+        ("swapExactTokensForTokens", "getAmountsOut"),
+        lambda p, n: _swap_pre(p, n, "getAmountsOut"),
+    ),
+    "swap_tokens_for_exact_tokens": TsRow(
+        lambda p, n: _tx(
+            "swapTokensForExactTokens", "amount", ts_share("quote", 101), "path", "agentAddress", "deadline"
+        )(p, n),
+        _fixed("router"),
+        ("swapTokensForExactTokens", "getAmountsIn"),
+        lambda p, n: _swap_pre(p, n, "getAmountsIn"),
+    ),
+    "add_liquidity_bnb_token": TsRow(
+        lambda p, n: _tx(
+            "addLiquidityETH",
+            "path[1]",
+            "amountToken",
+            "0n",
+            ts_share("amountNative", 99),
+            "agentAddress",
+            "deadline",
+            value="amountNative",
+        )(p, n),
+        _fixed("router"),
+        ("addLiquidityETH", "getAmountsOut"),
+        lambda p, n: (
+            f"const amountNative = {ts_ether(p['amount'])};\n"
+            f"const path = [{ts_contract(n, 'wrapped')}, {ts_contract(n, 'stable')}];\n"
+            f"const amountToken = {ts_share('(await contract.getAmountsOut(amountNative, path)).at(-1)', 100.5)};\n"
+            + _DEADLINE
+        ),
+    ),
+    "add_liquidity_tokens": TsRow(
+        lambda p, n: _tx(
+            "addLiquidity",
+            "path[0]",
+            "path[1]",
+            "amount",
+            "amount",
+            ts_share("amount", 98),
+            ts_share("amount", 98),
+            "agentAddress",
+            "deadline",
+        )(p, n),
+        _fixed("router"),
+        ("addLiquidity",),
+        lambda p, n: (
+            f"const amount = {ts_ether(p['amount'])};\n"
+            f"const path = [{ts_contract(n, 'stable')}, {ts_contract(n, 'stable2')}];\n" + _DEADLINE
+        ),
+    ),
+    "remove_liquidity_bnb_token": TsRow(
+        lambda p, n: _tx(
+            "removeLiquidityETH",
+            ts_contract(n, "stable"),
+            "liquidity",
+            "0n",
+            "0n",
+            "agentAddress",
+            "deadline",
+        )(p, n),
+        _fixed("router"),
+        ("removeLiquidityETH",),
+        lambda p, n: _remove_pre(p, n),
+    ),
+    "remove_liquidity_tokens": TsRow(
+        lambda p, n: _tx(
+            "removeLiquidity",
+            ts_contract(n, "stable"),
+            ts_contract(n, "stable2"),
+            "liquidity",
+            "0n",
+            "0n",
+            "agentAddress",
+            "deadline",
+        )(p, n),
+        _fixed("router"),
+        ("removeLiquidity",),
+        lambda p, n: _remove_pre(p, n),
+    ),
     # --- queries
     "query_bnb_balance": TsRow(
         lambda p, n: f"{{ query_result: await provider.getBalance({ts_str(p['account'])}) }}"
@@ -710,6 +979,8 @@ TS_ROWS: dict[str, TsRow] = {
         lambda p, n: f"const path = [{', '.join(ts_contract(n, r) for r in p['path'])}];",
     ),
 }
+
+TS_ROWS["swap_multihop_routing"] = TS_ROWS["swap_exact_tokens_for_tokens"]  # the path param has the hop
 
 
 def ts_oracle_covers(task_id: str) -> bool:
