@@ -54,7 +54,7 @@ class CoordinationEnv(gym.Env):
     ## Rewards
     Each decision runs ``votes`` executions on the chosen worker; the subtask succeeds if a strict
     majority succeeds (Bernoulli draws from the hidden model). The decision's reward is
-    ``success - cost_weight * cost / max_cost - latency_weight * latency_norm`` and is settled
+    ``success + agreement_weight * agreement - cost_weight * cost / max_cost - latency_weight * latency_norm`` and is settled
     ``delay`` steps later: the step's reward is the sum of the rewards settled in that step, listed
     in ``info["feedback"]`` as ``(decision_id, reward)`` pairs (with ``delay=0``, the decision's own).
 
@@ -67,13 +67,19 @@ class CoordinationEnv(gym.Env):
     ## Arguments
     ```python
     gym.make("Lynn/Coordination-v0", scenario="symphony-shock", scenario_kwargs={"shock_step": 300},
-             votes=1, delay=0, cost_weight=0.0, latency_weight=0.0, slots=None, types=None)
+             votes=1, delay=0, cost_weight=0.0, latency_weight=0.0, agreement_weight=0.0,
+             slots=None, types=None)
     ```
-    * ``scenario``: a name from :data:`~lynn.envs.coordination.scenarios.SCENARIOS` or a ``Scenario``.
+    * ``scenario``: a name from :data:`~lynn.envs.coordination.scenarios.SCENARIOS`, ``"real-pool"``
+      (real EVMQuest task instances routed to real agents, :mod:`lynn.envs.coordination.real_pool`:
+      the validator decides success, latency and tokens are measured, results are cached), or a
+      ``Scenario``.
     * ``scenario_kwargs``: overrides of the scenario's dataclass fields (and of its pool dynamics).
     * ``votes``: executions per subtask before the vote (odd numbers avoid ties, which fail).
     * ``delay``: steps between a decision and its reward.
     * ``cost_weight``, ``latency_weight``: penalty weights in the reward.
+    * ``agreement_weight``: the reference's "agreement with the vote" term: the fraction of the
+      ``votes`` executions that agree with the majority, times this weight, is added to the reward.
     * ``slots``, ``types``: pad the action/observation sizes, so that one env can switch between
       scenarios at ``reset(options={"task_id": name})`` (``list_tasks`` lists those that fit).
 
@@ -96,6 +102,7 @@ class CoordinationEnv(gym.Env):
         delay: int = 0,
         cost_weight: float = 0.0,
         latency_weight: float = 0.0,
+        agreement_weight: float = 0.0,
         slots: int | None = None,
         types: int | None = None,
         render_mode: str | None = None,
@@ -110,6 +117,7 @@ class CoordinationEnv(gym.Env):
         self._scenario_kwargs = dict(scenario_kwargs or {})
         self.votes, self.delay = votes, delay
         self.cost_weight, self.latency_weight = float(cost_weight), float(latency_weight)
+        self.agreement_weight = float(agreement_weight)
         self.render_mode = render_mode
         self.n_slots = slots if slots is not None else self.scenario.n_slots
         self.n_types = types if types is not None else self.scenario.n_types
@@ -170,7 +178,7 @@ class CoordinationEnv(gym.Env):
         super().reset(seed=seed)
         task_id = (options or {}).get("task_id")
         if task_id is not None and task_id != self.scenario.name:
-            if task_id not in SCENARIOS:
+            if task_id not in SCENARIOS:  # a real pool cannot be switched to (its workers are built once)
                 raise ValueError(f"unknown task_id {task_id!r}; choose one of {', '.join(SCENARIOS)}")
             scenario = make_scenario(task_id)
             self._check_fits(scenario)
@@ -206,24 +214,36 @@ class CoordinationEnv(gym.Env):
         decision_id = self._next_id
         self._next_id += 1
 
-        q = vote_success_prob(pool.success_prob(task), self.votes)
+        real = self.scenario.real
+        if real:  # exact: each available worker's cached majority-vote outcome on this instance
+            q = self.scenario.expected(pool, task, self.votes)
+        else:
+            q = vote_success_prob(pool.success_prob(task), self.votes)
         best = float(q.max()) if q.size else 0.0
         self._oracle_sum += best
         slot, error = self._parse_action(action)
         feedback: list[tuple[int, float]] = []
         cost = latency_ms = 0.0
         chosen_q = 0.0
+        exec_events: list[str] = []
         if error is not None:
             # The subtask is lost; its (zero) reward is known at once, so learners can settle it.
             feedback.append((decision_id, 0.0))
             self._settled += 1
         else:
-            ok, latency_ms = pool.execute(slot, task, self.votes, rng)
+            if real:
+                ok, latency_ms, cost, note = self.scenario.execute(slot, task, self.votes, pool)
+                if note is not None:
+                    exec_events.append(f"unavailable: {note}")
+            else:
+                ok, latency_ms = pool.execute(slot, task, self.votes, rng)
+                cost = float(pool.cost[slot]) * self.votes
             chosen_q = float(q[slot])
-            cost = float(pool.cost[slot]) * self.votes
             success = int(ok.sum()) * 2 > self.votes
+            agreement = float(np.mean(ok == success)) if self.votes > 1 else 1.0
             reward = (
                 float(success)
+                + self.agreement_weight * agreement
                 - self.cost_weight * cost / (self._cost_scale * self.votes)
                 - self.latency_weight * min(1.0, latency_ms / pool.dyn.latency_scale_ms)
             )
@@ -245,7 +265,7 @@ class CoordinationEnv(gym.Env):
         chosen = pool.names()[slot] if error is None else None
         self.t += 1
         pool.decay()
-        events = self.scenario.on_step(self.t, pool, rng)
+        events = exec_events + self.scenario.on_step(self.t, pool, rng)
         self.task = self.scenario.sample_subtask(self.t, rng)
         obs = self._obs()
         rate = self._settled_success / self._settled if self._settled else 0.0
@@ -267,7 +287,8 @@ class CoordinationEnv(gym.Env):
             "success_rate": rate,
             "error": error,
             "events": events,
-            # Simulated seconds of the routed call (not wall clock: the env must stay deterministic).
+            # Simulated seconds of the routed call (not wall clock: the env must stay deterministic);
+            # real pools: the measured seconds, replayed from the cache on a cached stream.
             "timings": {"execution_s": latency_ms / 1000.0},
         }
         return obs, reward_total, False, False, info
@@ -311,8 +332,17 @@ class CoordinationEnv(gym.Env):
     def oracle_action(self) -> int:
         """The available slot with the highest expected success now (privileged; for baselines/tests)."""
         assert self.pool is not None and self.task is not None
+        if self.scenario.real:
+            return int(np.argmax(self.scenario.expected(self.pool, self.task, self.votes)))
         q = self.pool.success_prob(self.task)
         return int(np.argmax(q))
+
+    def close(self) -> None:
+        """Stop the real pool's worker processes (simulated pools hold none)."""
+        close = getattr(self.scenario, "close", None)
+        if close is not None:
+            close()
+        super().close()
 
     def render(self) -> str | None:
         if self.render_mode != "ansi" or self.pool is None or self.task is None:

@@ -48,6 +48,8 @@ class Scenario:
 
     name: ClassVar[str] = "base"
     description: ClassVar[str] = ""
+    #: Whether executions are real (the scenario's ``execute``/``expected``) rather than simulated.
+    real: ClassVar[bool] = False
 
     type_names: tuple[str, ...] = ("general",)
     p_hard: float = 0.5
@@ -437,6 +439,11 @@ SCENARIOS: dict[str, type[Scenario]] = {
 }
 
 
+#: Scenarios over real workers (built on demand; not in SCENARIOS, whose every entry is simulated
+#: and cheap enough for check_env and the task list).
+REAL_SCENARIOS: dict[str, str] = {"real-pool": "lynn.envs.coordination.real_pool:RealPool"}
+
+
 def make_scenario(scenario: str | Scenario, overrides: dict[str, Any] | None = None) -> Scenario:
     """The scenario called ``scenario`` (or a copy of the given instance) with ``overrides`` applied.
 
@@ -445,9 +452,28 @@ def make_scenario(scenario: str | Scenario, overrides: dict[str, Any] | None = N
     """
     if isinstance(scenario, Scenario):
         base = scenario
+    elif scenario in REAL_SCENARIOS:
+        # Real pools build their task list in __init__, so the overrides go straight to the constructor.
+        from lynn.envs.coordination.real_pool import RealPool
+
+        overrides = dict(overrides or {})
+        dyn_names = {f.name for f in fields(PoolDynamics)}
+        dyn_over = {k: overrides.pop(k) for k in list(overrides) if k in dyn_names}
+        known = {f.name for f in fields(RealPool) if f.init}
+        unknown = sorted(set(overrides) - known)
+        if unknown:
+            raise ValueError(
+                f"scenario {scenario!r} has no field(s) {unknown}; fields: {sorted(known | dyn_names)}"
+            )
+        out = RealPool(**overrides)
+        if dyn_over:
+            out.dynamics = replace(out.dynamics, **dyn_over)
+        return out
     else:
         if scenario not in SCENARIOS:
-            raise ValueError(f"unknown scenario {scenario!r}; choose one of {', '.join(SCENARIOS)}")
+            raise ValueError(
+                f"unknown scenario {scenario!r}; choose one of {', '.join([*SCENARIOS, *REAL_SCENARIOS])}"
+            )
         base = SCENARIOS[scenario]()
     overrides = dict(overrides or {})
     dyn_names = {f.name for f in fields(PoolDynamics)}

@@ -1,0 +1,386 @@
+"""Lynn agents as workers of the real coordination pool (``scenario="real-pool"``).
+
+Each :class:`ProcessWorker` runs one agent in its own process (``multiprocessing`` spawn), with its
+own ``Lynn/EVMQuest-v0`` env (embedded chain, script sandbox), so that killing the process is a real
+fault: the pool's heartbeat sees it and routes around it. One call runs one task instance to its end
+and answers an :class:`~lynn.envs.coordination.workers_protocol.Outcome` (the task validator's
+verdict, the wall time of act + step, the generated tokens, the cost).
+
+Kinds:
+
+* ``lm``: :class:`lynn.agents.llm.LMPolicy` over a local model (the in-repo target, its draft
+  alone, the target with MARS speculative verification, a high-temperature sampler).
+* ``openai``: ``LMPolicy`` over any OpenAI-compatible endpoint (``llm_url``, ``model``).
+* ``oracle``: :class:`lynn.agents.evmquest_oracle.EVMQuestOracle` behind an injected failure rate:
+  with probability ``failure_rate`` (drawn from the execution seed and the instance) it submits a
+  script that raises, which the env runs and the validator fails, on every attempt.
+
+Prices (cost units per generated token / per call) are the worker's documented card:
+:data:`PRICES`. The pool factory is :func:`evmquest_pool`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from lynn.envs.coordination.workers_protocol import Outcome, TaskRef, WorkerDied
+
+EVMQUEST = "Lynn/EVMQuest-v0"
+
+#: Cost per generated token and per call, by worker kind; an in-repo model's price is its size class
+#: (the target is ~8.7x the draft's parameters), the oracle stands for an expensive hosted model.
+PRICES: dict[str, tuple[float, float]] = {
+    "lm-target": (0.0010, 0.0),
+    "lm-draft": (0.00012, 0.0),
+    "lm-mars": (0.0010, 0.0),
+    "lm-sampler": (0.0010, 0.0),
+    "oracle": (0.0, 1.0),
+    "openai": (0.0010, 0.0),
+}
+
+BROKEN_SCRIPT = (
+    "def execute_skill(w3, agent_address, contracts):\n    raise RuntimeError('injected worker failure')\n"
+)
+
+
+@dataclass
+class WorkerSpec:
+    """What one worker process runs.
+
+    Attributes:
+        name: the worker's name in the pool.
+        kind: ``lm``, ``openai`` or ``oracle``.
+        price_per_token: cost of one generated token.
+        price_per_call: cost of one execution.
+        lm: keyword arguments of ``LMPolicy`` (``model``, ``temperature``, ``speculative``, ...).
+        failure_rate: the oracle's injected failure probability.
+        threads: torch threads in the process.
+    """
+
+    name: str
+    kind: str
+    price_per_token: float = 0.0
+    price_per_call: float = 0.0
+    lm: dict[str, Any] = field(default_factory=dict)
+    failure_rate: float = 0.0
+    threads: int = 1
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("lm", "openai", "oracle"):
+            raise ValueError(f"worker {self.name}: kind must be lm, openai or oracle, got {self.kind!r}")
+        if not 0.0 <= self.failure_rate <= 1.0:
+            raise ValueError(f"worker {self.name}: failure_rate must lie in [0, 1]")
+        if self.kind == "lm":
+            for key in ("model", "draft"):
+                path = self.lm.get(key)
+                if path is not None and not Path(path).exists():
+                    raise ValueError(
+                        f"worker {self.name}: {key} {path!r} does not exist (train one with `lynn train lm`)"
+                    )
+
+    def key(self) -> str:
+        """Identity of what runs (the cache key): kind, model files, settings, failure rate."""
+        body = {"kind": self.kind, "lm": self.lm, "failure_rate": self.failure_rate}
+        for k in ("model", "draft"):
+            path = self.lm.get(k)
+            if path is not None and Path(path).exists():
+                body[f"{k}_abs"] = str(Path(path).resolve())
+        digest = hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[:12]
+        return f"{self.kind}:{digest}"
+
+    @property
+    def deterministic(self) -> bool:
+        if self.kind == "oracle":
+            return self.failure_rate in (0.0, 1.0)
+        return float(self.lm.get("temperature", 0.0)) == 0.0
+
+
+# --- the child process ------------------------------------------------------------------------
+class _Executor:
+    """Inside the worker process: the env and the agent, built on the first call."""
+
+    def __init__(self, spec: WorkerSpec) -> None:
+        self.spec = spec
+        self.env: Any = None
+        self.agent: Any = None
+
+    def _build(self) -> None:
+        import gymnasium as gym
+
+        import lynn  # noqa: F401  (registers the ids)
+
+        os.environ.setdefault("LYNN_TORCH_THREADS", str(self.spec.threads))
+        self.env = gym.make(EVMQUEST, split="atomic", action_mode="script")
+        if self.spec.kind == "oracle":
+            from lynn.agents.evmquest_oracle import EVMQuestOracle
+
+            self.agent = EVMQuestOracle(self.env)
+        else:
+            from lynn.agents.llm import LMPolicy
+
+            kwargs = dict(self.spec.lm)
+            if self.spec.kind == "lm":
+                kwargs.setdefault("threads", self.spec.threads)
+            self.agent = LMPolicy(self.env, **kwargs)
+
+    def run(self, task: TaskRef, seed: int) -> Outcome:
+        import numpy as np
+
+        if self.env is None:
+            self._build()
+        obs, info = self.env.reset(seed=task.seed, options={"task_id": task.task_id})
+        self.agent.reset(seed=seed)
+        fail = False
+        if self.spec.kind == "oracle" and self.spec.failure_rate > 0:
+            h = int(hashlib.sha256(task.key().encode()).hexdigest()[:8], 16)
+            fail = bool(np.random.default_rng([seed, h]).random() < self.spec.failure_rate)
+        tokens0 = getattr(self.agent, "completion_tokens", 0)
+        start = time.perf_counter()
+        done, reward, step_info = False, 0.0, {}
+        while not done:
+            action = BROKEN_SCRIPT if fail else self.agent.act(obs, info)
+            obs, reward, terminated, truncated, step_info = self.env.step(action)
+            done = terminated or truncated
+            info = step_info
+        latency = time.perf_counter() - start
+        tokens = int(getattr(self.agent, "completion_tokens", 0) - tokens0)
+        cost = tokens * self.spec.price_per_token + self.spec.price_per_call
+        return Outcome(
+            success=bool(step_info.get("success", False)),
+            latency_s=latency,
+            tokens=tokens,
+            cost=cost,
+            score=float(reward),
+        )
+
+    def close(self) -> None:
+        if self.agent is not None and hasattr(self.agent, "close"):
+            self.agent.close()
+        if self.env is not None:
+            self.env.close()
+
+
+def _serve(spec: WorkerSpec) -> None:
+    """The worker process's loop over JSON lines: stdin ``{"task", "seed"}`` -> ``{"ok"|"error": ...}``.
+
+    Answers go to the process's original stdout; anything a library prints goes to stderr instead.
+    """
+    out = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    executor = _Executor(spec)
+    try:
+        for line in sys.stdin:
+            msg = json.loads(line)
+            if msg.get("close"):
+                break
+            try:
+                reply = {"ok": asdict(executor.run(TaskRef(**msg["task"]), int(msg["seed"])))}
+            except Exception as exc:  # the env or the agent broke: report it, keep serving
+                reply = {"error": f"{type(exc).__name__}: {exc}"}
+            out.write(json.dumps(reply) + "\n")
+    finally:
+        executor.close()
+
+
+# --- the parent's handle ----------------------------------------------------------------------
+class ProcessWorker:
+    """A worker in its own process (``python -m lynn.agents.workers``, started on its first call).
+
+    Follows the Worker protocol. Requests and answers are JSON lines over the child's stdin/stdout.
+
+    Args:
+        spec: what the process runs.
+        timeout_s: longest wait for one execution before the worker counts as dead (and is killed).
+    """
+
+    def __init__(self, spec: WorkerSpec, timeout_s: float = 600.0) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.key = spec.key()
+        self.deterministic = spec.deterministic
+        self.timeout_s = timeout_s
+        self.proc: subprocess.Popen[str] | None = None
+        self.killed = False
+        self.calls = 0
+
+    @property
+    def started(self) -> bool:
+        return self.proc is not None
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    def _start(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "lynn.agents.workers", json.dumps(asdict(self.spec))],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env={**os.environ, "LYNN_TORCH_THREADS": str(self.spec.threads)},
+        )
+
+    def alive(self) -> bool:
+        if self.killed:
+            return False
+        return self.proc is None or self.proc.poll() is None
+
+    def run(self, task: TaskRef, seed: int) -> Outcome:
+        if not self.alive():
+            raise WorkerDied(f"{self.name}: process is dead (exit code {self._exitcode()})")
+        if self.proc is None:
+            self._start()
+        assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
+        self.calls += 1
+        try:
+            self.proc.stdin.write(json.dumps({"task": asdict(task), "seed": int(seed)}) + "\n")
+            self.proc.stdin.flush()
+            ready, _, _ = select.select([self.proc.stdout], [], [], self.timeout_s)
+            if not ready:
+                self.kill()
+                raise WorkerDied(f"{self.name}: no answer within {self.timeout_s:.0f} s; killed it")
+            line = self.proc.stdout.readline()
+        except (BrokenPipeError, OSError) as exc:
+            raise WorkerDied(f"{self.name}: process died mid-call (exit code {self._exitcode()})") from exc
+        if not line:
+            raise WorkerDied(f"{self.name}: process died mid-call (exit code {self._exitcode()})")
+        reply = json.loads(line)
+        if "ok" not in reply:
+            return Outcome(
+                success=False, latency_s=0.0, error=str(reply.get("error")), cost=self.spec.price_per_call
+            )
+        return Outcome(**reply["ok"])
+
+    def _exitcode(self) -> int | None:
+        if self.proc is None:
+            return None
+        try:
+            return self.proc.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def kill(self) -> None:
+        """SIGKILL the process (a real fault); a worker never started counts as killed too."""
+        self.killed = True
+        if self.proc is not None and self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(timeout=5.0)
+
+    def close(self) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        if proc.poll() is None:
+            try:
+                assert proc.stdin is not None
+                proc.stdin.write(json.dumps({"close": True}) + "\n")
+                proc.stdin.flush()
+                proc.wait(timeout=10.0)
+            except (BrokenPipeError, OSError, subprocess.TimeoutExpired):
+                proc.kill()
+                proc.wait(timeout=5.0)
+        for f in (proc.stdin, proc.stdout):
+            if f is not None:
+                try:
+                    f.close()
+                except OSError:
+                    pass
+        if self.killed:
+            self.proc = None
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self) -> str:
+        return f"ProcessWorker({self.name!r}, kind={self.spec.kind!r}, key={self.key!r})"
+
+
+# --- factories --------------------------------------------------------------------------------
+def evmquest_pool(
+    target: str | None = None,
+    draft: str | None = None,
+    include: tuple[str, ...] | list[str] | None = None,
+    oracle_failure: float = 0.3,
+    sampler_temperature: float = 1.0,
+    llm_url: str | None = None,
+    llm_model: str | None = None,
+    extra: list[dict[str, Any]] | None = None,
+    threads: int = 1,
+) -> list[ProcessWorker]:
+    """The real pool's Lynn workers, one process each.
+
+    Args:
+        target: the in-repo target model folder (default ``$LYNN_LM_TARGET`` or ``models/lm-evm2``).
+        draft: its draft (default ``$LYNN_LM_DRAFT`` or ``models/draft-evm``).
+        include: which of ``lm-target``, ``lm-draft``, ``lm-mars``, ``lm-sampler``, ``oracle`` (and
+            ``openai`` when ``llm_url`` is given) to build; default all.
+        oracle_failure: injected failure rate of the oracle worker.
+        sampler_temperature: the sampler's temperature.
+        llm_url, llm_model: an OpenAI-compatible endpoint and model name (adds worker ``openai``).
+        extra: more :class:`WorkerSpec` field dicts (e.g. a second oracle with another failure rate).
+        threads: torch threads per worker process.
+    """
+    target = target or os.environ.get("LYNN_LM_TARGET", "models/lm-evm2")
+    draft = draft or os.environ.get("LYNN_LM_DRAFT", "models/draft-evm")
+    specs = {
+        "lm-target": WorkerSpec("lm-target", "lm", *PRICES["lm-target"], lm={"model": target}),
+        "lm-draft": WorkerSpec("lm-draft", "lm", *PRICES["lm-draft"], lm={"model": draft}),
+        "lm-mars": WorkerSpec(
+            "lm-mars",
+            "lm",
+            *PRICES["lm-mars"],
+            lm={"model": target, "speculative": "mars", "drafter": "draft", "draft": draft},
+        ),
+        "lm-sampler": WorkerSpec(
+            "lm-sampler",
+            "lm",
+            *PRICES["lm-sampler"],
+            lm={"model": target, "temperature": sampler_temperature},
+        ),
+        "oracle": None,
+    }
+    wanted = list(include) if include is not None else [*specs, *(["openai"] if llm_url else [])]
+    unknown = [w for w in wanted if w not in specs and w != "openai"]
+    if unknown:
+        raise ValueError(f"unknown worker(s) {unknown}; choose from {[*specs, 'openai']}")
+    out = []
+    for name in wanted:
+        if name == "oracle":
+            label = f"oracle-f{round(100 * oracle_failure)}"
+            spec = WorkerSpec(label, "oracle", *PRICES["oracle"], failure_rate=oracle_failure)
+        elif name == "openai":
+            if not llm_url or not llm_model:
+                raise ValueError("worker openai needs llm_url='http://HOST:PORT/v1' and llm_model=NAME")
+            spec = WorkerSpec(
+                "openai", "openai", *PRICES["openai"], lm={"llm_url": llm_url, "model": llm_model}
+            )
+        else:
+            spec = specs[name]
+        spec.threads = threads
+        out.append(ProcessWorker(spec))
+    for fields_ in extra or []:
+        out.append(ProcessWorker(WorkerSpec(**fields_)))
+    return out
+
+
+def workers_from_specs(specs: list[dict[str, Any]]) -> list[ProcessWorker]:
+    """Workers from :class:`WorkerSpec` field dicts (``workers="lynn.agents.workers:workers_from_specs"``)."""
+    return [ProcessWorker(WorkerSpec(**s)) for s in specs]
+
+
+if __name__ == "__main__":
+    _serve(WorkerSpec(**json.loads(sys.argv[1])))
