@@ -1,0 +1,79 @@
+"""The TypeScript oracle on every atomic task it covers, and per-script latency TS vs Python.
+
+Usage::
+
+    .venv/bin/python lynn/envs/evmquest/ts/check_oracle.py [--seeds 0,1,2] [--tasks a,b] [--no-python]
+
+Prints one line per failure, then the pass count and the median / p90 ``script_s`` (the env's
+timing of one script: start of the contained worker to its result) for each language.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from typing import Any
+
+
+def _run(language: str, tasks: list[str], seeds: list[int]) -> tuple[int, list[str], list[float]]:
+    from lynn.agents.evmquest_oracle import EVMQuestOracle
+    from lynn.envs.evmquest.evmquest_env import EVMQuestEnv
+
+    env = EVMQuestEnv(split="atomic", script_language=language)
+    agent = EVMQuestOracle(env)
+    passed, failures, times = 0, [], []
+    try:
+        for task_id in tasks:
+            for seed in seeds:
+                obs, info = env.reset(seed=seed, options={"task_id": task_id})
+                obs, _, _, _, info = env.step(agent.act(obs, info))
+                times.append(float(info["timings"].get("script_s", 0.0)))
+                if info.get("success"):
+                    passed += 1
+                else:
+                    bad = [c["name"] for c in info.get("checks", []) if not c.get("passed")]
+                    failures.append(
+                        f"{language} {task_id} seed {seed}: {info.get('error')} failed checks {bad}"
+                    )
+    finally:
+        env.close()
+    return passed, failures, times
+
+
+def _summary(times: list[float]) -> str:
+    ordered = sorted(times)
+    return f"median {statistics.median(ordered):.3f} s, p90 {ordered[int(0.9 * (len(ordered) - 1))]:.3f} s"
+
+
+def main(argv: list[str] | None = None) -> int:
+    from lynn.envs.evmquest.evmquest_env import implemented_specs
+    from lynn.envs.evmquest.typescript import TS_ROWS
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seeds", default="0,1,2")
+    ap.add_argument("--tasks", default="")
+    ap.add_argument("--no-python", action="store_true", help="skip the Python latency comparison")
+    args = ap.parse_args(argv)
+    seeds = [int(s) for s in args.seeds.split(",") if s]
+    atomic = [s.task_id for s in implemented_specs("atomic")]
+    tasks = [t for t in args.tasks.split(",") if t] or [t for t in atomic if t in TS_ROWS]
+    print(f"TypeScript oracle covers {sum(t in TS_ROWS for t in atomic)} of {len(atomic)} atomic tasks")
+    results: dict[str, Any] = {}
+    for language in ("typescript", *(() if args.no_python else ("python",))):
+        t0 = time.perf_counter()
+        passed, failures, times = _run(language, tasks, seeds)
+        for line in failures:
+            print("FAIL", line)
+        total = len(tasks) * len(seeds)
+        print(
+            f"{language}: {passed}/{total} episodes solved ({len(tasks)} tasks x {len(seeds)} seeds); "
+            f"script_s {_summary(times)}; {time.perf_counter() - t0:.0f} s in all"
+        )
+        results[language] = passed == total
+    return 0 if all(results.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
