@@ -95,8 +95,8 @@ class RealPool(Scenario):
     workers: Any = "lynn.agents.workers:evmquest_pool"
     worker_kwargs: dict[str, Any] = field(default_factory=dict)
     categories: tuple[str, ...] | None = None
-    tasks_per_category: int = 2
-    stream_seeds: tuple[int, ...] = (0, 1)
+    tasks_per_category: int = 1
+    stream_seeds: tuple[int, ...] = (0, 1, 2)
     calibration_seeds: tuple[int, ...] = (90_000,)
     cache: str | None = "results/coordination/real_pool_cache.jsonl"
     exact_regret: bool = True

@@ -1,0 +1,265 @@
+"""The real-pool routing benchmark: routers on replayed streams of real EVMQuest executions.
+
+1. **Fill** (first run only; cached): every worker of :func:`lynn.agents.workers.evmquest_pool` runs
+   every calibration and stream instance once (one thread per worker, each talking to its own
+   process), so every replayed stream below is free and its regret exact. The wall time is printed.
+2. **Replay**: each router routes ``--steps`` subtasks on ``--seeds`` seeded streams of
+   ``scenario="real-pool"`` (the same streams for every router); success is the validator's verdict,
+   cost the measured tokens x price, latency the measured wall time (from the cache).
+
+Routers: our LinUCB (with and without stage-1 screening), linear Thompson, MABWiser's LinUCB, VW's
+``--cb_explore_adf`` (SquareCB, epsilon-greedy), every single worker alone, and the privileged oracle
+(the best worker on each instance in hindsight). Regret is the gap to that oracle; "regret vs best
+single" is the gap in successes to the best single worker over the same stream.
+
+Run: ``.venv/bin/python benchmarks/bench_coordination_real.py --target PATH --draft PATH``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from lynn.agents import Agent
+from lynn.agents.bandits import OracleRouter, ThompsonAgent
+from lynn.agents.linucb import LinUCBAgent
+from lynn.bench.coordination import MABWiserLinUCB, VWCbExploreAdf
+from lynn.envs.coordination.coordination_env import CoordinationEnv
+from lynn.envs.coordination.workers_protocol import WorkerDied
+from lynn.errors import UsageError
+
+
+class FixedWorker(Agent):
+    """Always the same slot when it can take the call, else the first available one."""
+
+    def __init__(self, env: gym.Env, slot: int) -> None:
+        super().__init__(env)
+        self.slot = slot
+        self.name = f"single:{slot}"
+
+    def act(self, obs: dict[str, np.ndarray], info: dict[str, Any]) -> int:
+        mask = obs["action_mask"]
+        if mask[self.slot]:
+            return self.slot
+        avail = np.flatnonzero(mask)
+        return int(avail[0]) if avail.size else self.slot
+
+
+ROUTERS: dict[str, Callable[[gym.Env], Agent]] = {
+    "linucb (ours)": lambda env: LinUCBAgent(env),
+    "linucb no-screening (ours)": lambda env: LinUCBAgent(env, screening=False),
+    "thompson (ours)": lambda env: ThompsonAgent(env),
+    "mabwiser LinUCB α=1": lambda env: MABWiserLinUCB(env, alpha=1.0),
+    "vw cb_explore_adf squarecb": lambda env: VWCbExploreAdf(env, "--cb_explore_adf --squarecb -q sa"),
+    "vw cb_explore_adf ε=0.05": lambda env: VWCbExploreAdf(env),
+    "oracle (privileged, best worker per instance)": lambda env: OracleRouter(env),
+}
+
+
+def scenario_kwargs(args: argparse.Namespace) -> dict[str, Any]:
+    kw: dict[str, Any] = {
+        "worker_kwargs": {"target": args.target, "draft": args.draft, "oracle_failure": args.oracle_failure},
+        "cache": args.cache,
+        "tasks_per_category": args.tasks_per_category,
+        "stream_seeds": tuple(range(args.stream_seeds)),
+    }
+    if args.shock:
+        kw["shocks"] = (json.loads(args.shock),)
+    return kw
+
+
+def fill(env: CoordinationEnv, votes: int) -> tuple[float, int]:
+    """Run every worker on every calibration and stream instance (cached); return (seconds, new runs)."""
+    sc = env.scenario
+    cache = sc.result_cache
+    refs = [
+        r
+        for seeds in (sc.calibration_seeds, sc.stream_seeds)
+        for rs in sc.instances(seeds).values()
+        for r in rs
+    ]
+    before = cache.misses
+    start = time.perf_counter()
+
+    def one(worker: Any) -> None:
+        for ref in refs:
+            for j in range(1 if worker.deterministic else votes):
+                try:
+                    cache.run(worker, ref, j)
+                except WorkerDied:
+                    return
+
+    with ThreadPoolExecutor(max_workers=len(sc.all_workers())) as pool:
+        list(pool.map(one, sc.all_workers()))
+    return time.perf_counter() - start, cache.misses - before
+
+
+@dataclass
+class Result:
+    router: str
+    success: float
+    cost_per_correct: float
+    latency_s: float
+    regret: float
+    regret_vs_single: float
+    share: dict[str, float]
+
+
+def replay(
+    make: Callable[[gym.Env], Agent],
+    kw: dict[str, Any],
+    steps: int,
+    seed: int,
+    votes: int,
+    cost_weight: float,
+) -> dict:
+    env = CoordinationEnv(scenario="real-pool", scenario_kwargs=kw, votes=votes, cost_weight=cost_weight)
+    agent = make(env)
+    obs, info = env.reset(seed=seed)
+    agent.reset(seed=seed)
+    names = env.pool.names()
+    rows: dict[str, list] = {"r": [], "cost": [], "lat": [], "regret": [], "agent": [], "per_worker": []}
+    for _ in range(steps):
+        # What every worker would score on this instance (exact, from the cache): "best single" regret.
+        per = env.scenario.expected(env.pool, env.task, votes)
+        action = agent.act(obs, info)
+        obs, reward, terminated, truncated, info = env.step(action)
+        agent.observe(action, reward, obs, terminated, truncated, info)
+        rows["r"].append(float(info["expected_success"]))  # the vote's validator outcome (0/1)
+        rows["cost"].append(info["cost"])
+        rows["lat"].append(info["latency_ms"] / 1000.0)
+        rows["regret"].append(info["regret"])
+        rows["agent"].append(info["agent"])
+        rows["per_worker"].append(per)
+    misses = env.scenario.result_cache.misses
+    close = getattr(agent, "close", None)
+    if close is not None:
+        close()
+    env.close()
+    return {**rows, "names": names, "misses": misses}
+
+
+def summarise(name: str, runs: list[dict]) -> Result:
+    succ = [float(np.mean(r["r"])) for r in runs]
+    wins = sum(float(np.sum(r["r"])) for r in runs)
+    cost = sum(float(np.sum(r["cost"])) for r in runs)
+    single = [float(np.max(np.sum(r["per_worker"], axis=0)) - np.sum(r["r"])) for r in runs]
+    agents = [a for r in runs for a in r["agent"]]
+    share = {n: agents.count(n) / len(agents) for n in dict.fromkeys(runs[0]["names"])}
+    return Result(
+        router=name,
+        success=float(np.mean(succ)),
+        cost_per_correct=cost / max(wins, 1.0),
+        latency_s=float(np.mean([np.mean(r["lat"]) for r in runs])),
+        regret=float(np.mean([np.sum(r["regret"]) for r in runs])),
+        regret_vs_single=float(np.mean(single)),
+        share=share,
+    )
+
+
+def markdown(results: list[Result], seeds: int, steps: int, note: str = "") -> str:
+    names = list(results[0].share)
+    out = [
+        f"**real pool** ({seeds} seeds x {steps} decisions, replayed from the cache; {note})",
+        "",
+        "| router | success | cost / correct | latency s | cum. regret vs per-instance best | regret vs best single worker | "
+        + " | ".join(f"share {n}" for n in names)
+        + " |",
+        "|---|---|---|---|---|---|" + "---|" * len(names),
+    ]
+    for r in results:
+        out.append(
+            f"| {r.router} | {r.success:.3f} | {r.cost_per_correct:.3f} | {r.latency_s:.2f} | {r.regret:.1f} | "
+            f"{r.regret_vs_single:.1f} | " + " | ".join(f"{r.share[n]:.2f}" for n in names) + " |"
+        )
+    return "\n".join(out) + "\n"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--target", default="models/lm-evm2", help="the in-repo target model folder")
+    parser.add_argument("--draft", default="models/draft-evm", help="its draft model folder")
+    parser.add_argument(
+        "--oracle-failure", type=float, default=0.3, help="injected failure rate of the oracle"
+    )
+    parser.add_argument("--cache", default="results/coordination/real_pool_cache.jsonl")
+    parser.add_argument("--tasks-per-category", type=int, default=1)
+    parser.add_argument("--stream-seeds", type=int, default=3, help="instances per task in the stream")
+    parser.add_argument("--seeds", type=int, default=5, help="seeded replayed streams per router")
+    parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--votes", type=int, default=1)
+    parser.add_argument(
+        "--cost-weight",
+        type=float,
+        default=0.2,
+        help="reward = success - w * cost / max worker cost per call",
+    )
+    parser.add_argument(
+        "--shock", help='one shock as JSON, e.g. \'{"step": 500, "kind": "kill", "worker": "oracle-f30"}\''
+    )
+    parser.add_argument("--out", default="results/bench/coordination_real")
+
+
+def main(argv: list[str] | None = None) -> int:
+    from lynn.bench import main as bench_main
+
+    return bench_main(__name__, argv)
+
+
+def run(args: argparse.Namespace) -> int:
+    for p in (args.target, args.draft):
+        if not Path(p).exists():
+            raise UsageError(
+                f"model folder {p!r} not found; pass --target/--draft (train with `lynn train lm`)"
+            )
+    if args.seeds < 1 or args.steps < 1 or args.votes < 1:
+        raise UsageError("--seeds, --steps and --votes must be at least 1")
+    kw = scenario_kwargs(args)
+    env = CoordinationEnv(scenario="real-pool", scenario_kwargs=kw, votes=args.votes)
+    seconds, runs = fill(env, args.votes)
+    env.reset(seed=0)
+    env.close()
+    print(f"fill: {runs} new executions in {seconds:.0f} s (cache {args.cache})", flush=True)
+    n_slots = env.n_slots
+    routers = dict(ROUTERS)
+    for slot, name in enumerate(env.pool.names()):
+        routers[f"single: {name}"] = lambda e, s=slot: FixedWorker(e, s)
+    results = []
+    start = time.perf_counter()
+    for name, make in routers.items():
+        runs_ = [
+            replay(make, kw, args.steps, seed, args.votes, args.cost_weight) for seed in range(args.seeds)
+        ]
+        assert all(r["misses"] == 0 for r in runs_), (
+            "a replayed stream ran a worker: the fill missed something"
+        )
+        results.append(summarise(name, runs_))
+        print(f"  {name:44s} success {results[-1].success:.3f}", flush=True)
+    note = f"votes={args.votes}, cost_weight={args.cost_weight}" + (
+        f", shock {args.shock}" if args.shock else ""
+    )
+    table = markdown(results, args.seeds, args.steps, note)
+    del n_slots
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    cards = env.scenario.cards
+    card_lines = ["", "cards (calibration success per category, smoothed):", ""]
+    for w, card in cards.items():
+        card_lines.append(f"- {w}: " + ", ".join(f"{c} {v:.2f}" for c, v in card.items()))
+    text = (
+        table
+        + "\n".join(card_lines)
+        + f"\n\nfill {seconds:.0f} s for {runs} executions; replay {time.perf_counter() - start:.0f} s\n"
+    )
+    (out / "coordination_real.md").write_text(text)
+    (out / "coordination_real.json").write_text(json.dumps([r.__dict__ for r in results], indent=1))
+    print(text)
+    return 0
