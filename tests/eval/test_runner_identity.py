@@ -74,9 +74,10 @@ class ProbeEnv(gym.Env):
         step_sleep: float = 0.0,
         task_info: bool = True,
         only: str | None = None,
+        rename: str | None = None,
     ) -> None:
         ProbeEnv.builds += 1
-        self.step_sleep, self.task_info = step_sleep, task_info
+        self.step_sleep, self.task_info, self.rename = step_sleep, task_info, rename
         self.mode, self.length, self.step_reward = mode, length, step_reward
         self.success, self.reward, self.crash_seeds = success, reward, crash_seeds
         self.scoring, self.errors, self.split = scoring, errors, split
@@ -97,7 +98,7 @@ class ProbeEnv(gym.Env):
         self.seed_, self.t = seed, 0
         info: dict[str, Any] = {"error": "reset note", "t": 0}
         if self.task_info:
-            info["task_id"] = (options or {}).get("task_id")
+            info["task_id"] = self.rename or (options or {}).get("task_id")
         if self.scoring is not None:
             info["scoring"] = self.scoring
         return 0, info
@@ -535,3 +536,122 @@ def test_config_dict_is_every_field() -> None:
         "env_id", "agent", "episodes", "seed", "workers", "out", "split", "tasks", "env_kwargs", "agent_kwargs",
         "max_steps", "progress", "backend", "address",
     }  # fmt: skip
+
+
+RECORD_KEYS = {
+    "env_id", "split", "task_id", "episode", "seed", "agent", "reward", "success", "steps", "error", "step_errors",
+    "timings",
+}  # fmt: skip
+
+
+def test_the_env_names_the_task_in_the_record(tmp_path: Path) -> None:
+    c = cfg(tmp_path, tasks=["t-a"], env_kwargs={"mode": "long", "rename": "env-chosen"})
+    evaluate(c)
+    (rec,) = records(c)
+    assert rec["task_id"] == "env-chosen" and set(rec) == RECORD_KEYS
+
+
+def test_files_are_sorted_json(tmp_path: Path) -> None:
+    c = cfg(tmp_path, episodes=2)
+    summary = evaluate(c)
+    out = run_dir(c)
+    assert (out / "config.json").read_text() == json.dumps(c.identity(), indent=2, sort_keys=True) + "\n"
+    lines = (out / "episodes.jsonl").read_text().splitlines()
+    assert len(lines) == 2 and all(line == json.dumps(json.loads(line), sort_keys=True) for line in lines)
+    assert summary["results"] == str(out / "episodes.jsonl")
+    assert (out / "summary.json").read_text() == json.dumps(summary, indent=2, sort_keys=True) + "\n"
+    assert summary["seed"] == 0 and summary["split"] is None and summary["agent"] == AGENT
+    assert set(summary) >= {
+        "success_ci95",
+        "reward_ci95",
+        "crashed_episodes",
+        "episode_seconds",
+        "mean_steps",
+    }
+    evaluate(c)  # resumed: the rewritten file keeps the same sorted lines
+    assert (out / "episodes.jsonl").read_text().splitlines() == lines
+
+
+def test_summary_without_a_config_reads_the_first_record() -> None:
+    recs = [
+        {
+            "env_id": "E",
+            "agent": "A",
+            "split": "S",
+            "reward": 1.0,
+            "success": True,
+            "steps": 1,
+            "timings": {"total_s": 1},
+        }
+    ]
+    s = summarize(recs)
+    assert (s["env_id"], s["agent"], s["split"], s["seed"]) == ("E", "A", "S", None)
+    assert {"success_ci95", "reward_ci95"} <= set(s)
+
+
+def test_bad_line_in_the_middle_is_skipped_not_the_end(tmp_path: Path) -> None:
+    path = tmp_path / "e.jsonl"
+    path.write_text('{"episode": 0}\nnot json\n{"episode": 1}\n')
+    assert [r["episode"] for r in read_records(path)] == [0, 1]
+    assert read_records(tmp_path / "missing.jsonl") == []
+
+
+def test_exact_error_messages(tmp_path: Path) -> None:
+    import lynn.registry
+
+    cases = [
+        ({"backend": "dask"}, "--backend must be local or ray, got 'dask'"),
+        ({"address": "h:1"}, "--address needs --backend ray"),
+        ({"workers": 0}, "--workers must be at least 1"),
+        ({"episodes": 0}, "--episodes must be at least 1"),
+        (
+            {"env_id": "LynnTest/Nope-v0"},
+            f"unknown env id 'LynnTest/Nope-v0'; registered: {', '.join(lynn.registry.ENV_IDS)}",
+        ),
+    ]
+    for kw, msg in cases:
+        with pytest.raises(EvalError) as err:
+            evaluate(cfg(tmp_path, **kw))
+        assert str(err.value) == msg
+    # the ray backend passes validation (this fails later, on the agent, before Ray starts)
+    with pytest.raises(EvalError, match="unknown agent 'nope'"):
+        evaluate(cfg(tmp_path / "r", backend="ray", address="h:1", agent="nope", episodes=1))
+    with pytest.raises(EvalError) as err:
+        plan(EvalConfig(env_id=PROBE_ID, tasks=[f"x{i}" for i in range(7)]))
+    assert str(err.value) == f"unknown task ids for {PROBE_ID}: x0, x1, x2, x3, x4"
+
+
+def test_env_specific_agent_names_resolve(tmp_path: Path) -> None:
+    c = EvalConfig(
+        env_id="Lynn/Coordination-v0",
+        agent="oracle",
+        episodes=1,
+        max_steps=3,
+        out=str(tmp_path),
+        progress=False,
+    )
+    summary = evaluate(c)
+    assert summary["episodes"] == 1 and records(c)[0]["steps"] == 3 and records(c)[0]["error"] is None
+
+
+def test_backends_are_dispatched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Which episode loop runs: the worker pool for workers > 1, Ray for backend ray (both replaced here by
+    the serial loop; tests/eval/test_runner.py runs the real ones)."""
+    import lynn.eval.runner as runner
+
+    calls: list[tuple[str, int, int]] = []
+
+    def recorder(kind: str):
+        def run(cfg: EvalConfig, todo: list[EpisodeSpec]):
+            calls.append((kind, cfg.workers, len(todo)))
+            yield from runner._run_serial(cfg, todo)
+
+        return run
+
+    monkeypatch.setattr(runner, "_run_parallel", recorder("pool"))
+    monkeypatch.setattr(runner, "_run_ray", recorder("ray"))
+    evaluate(cfg(tmp_path / "a", episodes=3, workers=2))
+    evaluate(cfg(tmp_path / "b", episodes=2, workers=1))
+    evaluate(cfg(tmp_path / "c", episodes=2, workers=3, backend="ray"))
+    evaluate(cfg(tmp_path / "d", episodes=2, workers=1, backend="ray"))
+    assert calls == [("pool", 2, 3), ("ray", 3, 2), ("ray", 1, 2)]
