@@ -91,9 +91,10 @@ MODULES: dict[str, Module] = {
         ],
     ),
     "evaluators": Module(
-        "lynn/envs/liveweb/evaluators.py", ["tests/envs/liveweb/test_evaluator_combinations.py"]
+        "lynn/envs/liveweb/evaluators.py",
+        ["tests/envs/liveweb/test_evaluator_combinations.py", "tests/envs/liveweb/test_evaluators.py"],
     ),
-    "actions": Module("lynn/envs/liveweb/actions.py", ["tests/envs/liveweb/test_actions_parse.py"]),
+    "actions": Module("lynn/envs/liveweb/actions.py", ["tests/envs/liveweb/test_actions.py"]),
     "echo_core": Module("lynn/wrappers/echo/core.py", ["tests/wrappers/test_echo_buffer_order.py"]),
     # logic.py is also the task bank's oracle-script generators and chain set-ups: mutate the checks.
     "evm_checks": Module(
@@ -189,10 +190,20 @@ def status(code: int | None) -> str:
     return status_by_exit_code[code]
 
 
-def run_module(name: str, mod: Module, workdir: Path, fresh: bool, jobs: int) -> dict:
-    d = prepare(name, mod, workdir, fresh)
+def run_module(
+    name: str, mod: Module, workdir: Path, fresh: bool, jobs: int, survivors: bool = False
+) -> dict:
+    d = prepare(name, mod, workdir, fresh and not survivors)
     prefix = mod.path[:-3].replace("/", ".") + "."
     globs = [prefix + g + "__mutmut_*" for g in mod.functions] or [prefix + "*"]
+    if survivors:
+        # Only the mutants that survived the last run, against the current tests (the source file is
+        # unchanged, so earlier kills stand); the test-to-function map is collected afresh.
+        codes = _meta(d, mod)
+        globs = [k for k in _selected(mod, sorted(codes)) if status(codes[k]) not in KILLED]
+        (d / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
+        if not globs:
+            globs = [prefix + "nothing_left"]
     env = dict(os.environ, LYNN_TORCH_THREADS="1", OMP_NUM_THREADS="1", PYTHONHASHSEED="0")
     mutmut = [sys.executable, "-m", "mutmut"]
     t0 = time.monotonic()
@@ -243,7 +254,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "lynn-mutate")
     ap.add_argument("--out", type=Path, default=REPO / "results" / "mutation.json")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
-    ap.add_argument("--keep", action="store_true", help="reuse earlier results in the work folders")
+    ap.add_argument("--keep", action="store_true", help="reuse the work folders (mutmut's own caching)")
+    ap.add_argument(
+        "--survivors",
+        action="store_true",
+        help="re-run only the last run's surviving mutants (after new tests)",
+    )
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--show", metavar="MODULE")
     args = ap.parse_args(argv)
@@ -259,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown module(s) {unknown}; choose from {sorted(MODULES)}")
     rows = []
     for name in args.modules or list(MODULES):
-        row = run_module(name, MODULES[name], args.workdir, fresh=not args.keep, jobs=args.jobs)
+        row = run_module(name, MODULES[name], args.workdir, not args.keep, args.jobs, args.survivors)
         rows.append(row)
         ok = "ok" if row["score"] >= row["threshold"] else "UNDER"
         print(
