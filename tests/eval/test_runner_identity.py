@@ -589,6 +589,17 @@ def test_summary_without_a_config_reads_the_first_record() -> None:
     assert {"success_ci95", "reward_ci95"} <= set(s)
 
 
+def test_resume_rewrites_records_as_sorted_json(tmp_path: Path) -> None:
+    c = cfg(tmp_path, episodes=2)
+    evaluate(c)
+    path = run_dir(c) / "episodes.jsonl"
+    first, second = path.read_text().splitlines()
+    unsorted = json.dumps(dict(reversed(list(json.loads(first).items()))))  # as another tool might write it
+    path.write_text(unsorted + "\n" + second + "\n")
+    evaluate(c)
+    assert path.read_text().splitlines() == [first, second]
+
+
 def test_bad_line_in_the_middle_is_skipped_not_the_end(tmp_path: Path) -> None:
     path = tmp_path / "e.jsonl"
     path.write_text('{"episode": 0}\nnot json\n{"episode": 1}\n')
