@@ -130,6 +130,28 @@ def test_radius_with_every_parameter_off_one() -> None:
     np.testing.assert_allclose(agent.beta(counts), want, rtol=1e-12)
 
 
+def test_one_shared_model_unless_disjoint_and_integer_counts() -> None:
+    env = CoordinationEnv(slots=5)
+    agent = LinUCBAgent(env, lam=2.0)
+    assert agent.env is env
+    assert agent.model.A_inv.shape == (1, 6, 6) and agent.model.theta.shape == (1, 6)
+    assert agent.model.n.dtype == np.int64 and agent.model.n.tolist() == [0]
+    agent.reset()
+    assert agent.model.A_inv.shape == (1, 6, 6)
+
+
+def test_observe_before_any_decision_learns_nothing() -> None:
+    env = CoordinationEnv()
+    agent = LinUCBAgent(env)
+    obs, info = env.reset(seed=0)
+    agent.observe(0, 1.0, obs, False, False, {})  # nothing was chosen yet
+    assert agent.updates == 0
+    agent.act(obs, info)
+    agent.reset()
+    agent.observe(0, 1.0, obs, False, False, {})  # reset forgets the decision
+    assert agent.updates == 0 and agent.delayed.last is None
+
+
 def test_a_fresh_model_is_lam_times_identity() -> None:
     agent = LinUCBAgent(CoordinationEnv(slots=5), lam=4.0, disjoint=True)
     assert agent.model.A_inv.shape == (5, 6, 6)
