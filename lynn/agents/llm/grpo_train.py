@@ -92,8 +92,8 @@ def _reward_png(records: list[dict[str, Any]], path: Path, title: str) -> None:
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
     if records:
-        t = [r["time_s"] / 60 for r in records]
-        y = [r["reward_mean"] for r in records]
+        t = [r.get("time_s", 0.0) / 60 for r in records]
+        y = [r.get("reward_mean", 0.0) for r in records]
         ax.plot(t, y, "o-", lw=1, ms=3, alpha=0.5, label="group reward (per update)")
         k = 5
         smooth = [
@@ -219,6 +219,8 @@ def train_grpo(cfg: GRPOTrainConfig) -> dict[str, Any]:
 
     def on_update(rec: dict[str, Any]) -> None:
         rec["time_s"] = rec.get("time_s", 0.0) + t_offset
+        if learner.history:  # checkpoints carry the driver's clock and staleness too (resume, plots)
+            learner.history[-1].update(time_s=rec["time_s"], max_staleness=rec.get("max_staleness", 0))
         if bar is not None:
             bar.update(
                 task,
@@ -244,7 +246,7 @@ def train_grpo(cfg: GRPOTrainConfig) -> dict[str, Any]:
         if cfg.mode == "colocated":
             stats = _colocated(cfg, learner, todo, on_update)
         else:
-            from lynn.wrappers.echo import ActorLearner
+            from lynn.wrappers.echo.actor_learner import ActorLearner
 
             al = ActorLearner(
                 factory,
