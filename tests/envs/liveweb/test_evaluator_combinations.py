@@ -201,6 +201,7 @@ def test_string_match_rules() -> None:
         "answer 'tea in a glass' does not include 'cup |OR| mug'",
     )
     assert sm({"must_include": ["cup|OR|mug"]}, answer="mug")[0] == 0.0  # the separator has spaces
+    assert sm({"must_include": ["dark blue"]}, answer="navy blue")[0] == 0.0  # a phrase, not its words
     assert sm({"exact_match": "a b", "must_include": ["b"]}, answer="a b")[0] == 1.0
     assert sm({"exact_match": "a b", "must_include": ["c"]}, answer="a b")[0] == 0.0
     assert sm({}, answer="anything")[0] == 1.0
@@ -328,6 +329,16 @@ def test_program_html_rules() -> None:
         {"locator": "#total", "required_contents": {"must_include": ["$99"]}},
     ]
     assert ph(two)[0] == 0.0 and ph(two[:1])[0] == 1.0
+    assert ph([{"required_contents": {"must_include": ["3 closed"]}}])[0] == 0.0  # a phrase, not its words
+    long_text = "x" * 100
+
+    def long_page(url: str, locator: str, *prep: list) -> str:
+        return long_text
+
+    assert program_html(
+        {"program_html": [{"required_contents": {"exact_match": "y"}}]},
+        EvalContext(url=SHOP, page_text=long_page),
+    ) == (0.0, f"program_html: {'x' * 80!r} != 'y'")
     assert ph([{"locator": "#nope"}])[1].startswith(
         "program_html: cannot read '#nope' on http://127.0.0.1:9001/orders"
     )
