@@ -11,8 +11,8 @@ whole package) is available; nothing else is.
 
 Runner: **Bun** (npm package ``bun``), chosen over node 20 + ``tsx`` on this machine: Bun
 transpiles TypeScript in-process, while ``tsx`` starts an ``esbuild`` service as a child process
-(which the containment forbids) and node alone takes ~0.9 s to start under load here against
-Bun's ~0.1 s (figures in ``docs/evmquest-fidelity.md``).
+on every new script (which the containment forbids), and node alone takes ~0.7 s to start
+under load here against Bun's ~0.1 s (figures in ``docs/evmquest-fidelity.md``).
 
 Containment (:class:`TypeScriptSandbox`, the same promises as :mod:`lynn.envs.evmquest.sandbox`):
 a small Python fork server forks a child per script which, before ``execve``-ing Bun, closes every
@@ -122,7 +122,9 @@ def harness_bundle(bun: Path | None = None) -> Path:
     )
     if proc.returncode != 0 or not (tmp / "harness.js").is_file():
         shutil.rmtree(tmp, ignore_errors=True)
-        raise RuntimeError(f"bun build of the TypeScript harness failed: {(proc.stderr or proc.stdout)[-800:]}")
+        raise RuntimeError(
+            f"bun build of the TypeScript harness failed: {(proc.stderr or proc.stdout)[-800:]}"
+        )
     try:
         os.replace(tmp, out_dir)
     except OSError:  # another process built it first

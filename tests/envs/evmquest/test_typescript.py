@@ -105,7 +105,8 @@ def test_no_files_of_the_machine(sandbox: Any) -> None:
     )
     assert r.ok, r.error
     q = r.value["query_result"]
-    assert q["root"] == ["bun", "harness.js", "harness.js.jsc", "lib", "lib64", "proc"]  # the job file is gone, nothing else
+    # the job file is gone, nothing else is there
+    assert q["root"] == ["bun", "harness.js", "harness.js.jsc", "lib", "lib64", "proc"]
     assert q["passwd"] == "ENOENT" and q["repo"] == "ENOENT"
     assert q["write"] in ("EROFS", "EACCES", "EPERM")
     assert q["pids"] == ["1", "2"]  # its own PID namespace: only its init and itself are visible
