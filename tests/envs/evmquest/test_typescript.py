@@ -137,6 +137,52 @@ def test_memory_limit(sandbox: Any) -> None:
     assert not r.ok and "memory limit of 256 MiB" in r.error, r.error
 
 
+def _descendants(pid: int) -> list[int]:
+    import os
+
+    parents: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    parents[int(entry)] = int(fh.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                pass
+    found, frontier = [], [pid]
+    while frontier:
+        kids = [c for c, ppid in parents.items() if ppid in frontier]
+        found += kids
+        frontier = kids
+    return found
+
+
+def test_wall_limit_kills_the_whole_tree() -> None:
+    import time
+
+    with typescript.TypeScriptSandbox(SandboxLimits(wall_s=3, cpu_s=2)) as sb:
+        r = run(sb, "await new Promise(() => {}); return {};")  # nothing left to wake it: Bun would just exit
+        assert not r.ok and "never settled" in r.error, r.error
+        r = run(sb, "await new Promise((r) => setTimeout(r, 60_000)); return {};")  # waits without using CPU
+        assert not r.ok and "wall-clock limit of 3 s" in r.error, r.error
+        deadline = time.monotonic() + 5
+        while _descendants(sb.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _descendants(sb.pid) == []  # neither the namespace's init nor Bun outlive the kill
+        assert run(sb, "return { query_result: 2 };").value == {"query_result": 2}
+
+
+def test_oracle_table_covers_every_atomic_task() -> None:
+    from lynn.envs.evmquest.evmquest_env import implemented_specs
+
+    atomic = {s.task_id for s in implemented_specs("atomic")}
+    assert atomic <= set(typescript.TS_ROWS)
+    assert typescript.ts_oracle_covers("erc20_permit") and not typescript.ts_oracle_covers(
+        "composite_wrap_unwrap_cycle"
+    )
+    with pytest.raises(KeyError, match="does not cover"):
+        typescript.ts_oracle_script("composite_wrap_unwrap_cycle", {}, {})
+
+
 def test_proxy_refuses_writes(sandbox: Any) -> None:
     r = run(
         sandbox,

@@ -122,7 +122,9 @@ function normalise(value: any): any {
   return value;
 }
 
+let reported = false;
 function report(obj: Record<string, unknown>): void {
+  reported = true;
   const stdout = captured.join("\n").slice(-4000);
   let line = `{"type":"result","ok":${obj.ok ? "true" : "false"},"stdout":${JSON.stringify(stdout)}`;
   if (obj.ok) line += `,"value":${obj.value}`;
@@ -165,6 +167,13 @@ async function main(): Promise<void> {
     report({ ok: false, error: `${e?.name ?? "Error"}${code}: ${e?.shortMessage ?? e?.message ?? e}${stack ? "\n" + stack : ""}` });
   }
 }
+
+process.on("beforeExit", () => {
+  if (!reported) {
+    report({ ok: false, error: "executeSkill never settled: its promise is pending with nothing left to wake it" });
+    process.exit(1);
+  }
+});
 
 main().then(
   () => process.exit(0),
