@@ -277,6 +277,11 @@ class ProcessWorker:
             os.kill(self.proc.pid, signal.SIGKILL)
             self.proc.wait(timeout=5.0)
 
+    def restart(self) -> None:
+        """Forget a dead process; the next call starts a fresh one."""
+        self.close()
+        self.killed = False
+
     def close(self) -> None:
         proc, self.proc = self.proc, None
         if proc is None:
@@ -296,8 +301,6 @@ class ProcessWorker:
                     f.close()
                 except OSError:
                     pass
-        if self.killed:
-            self.proc = None
 
     def __del__(self) -> None:
         try:

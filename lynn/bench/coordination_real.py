@@ -67,7 +67,12 @@ ROUTERS: dict[str, Callable[[gym.Env], Agent]] = {
 
 def scenario_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     kw: dict[str, Any] = {
-        "worker_kwargs": {"target": args.target, "draft": args.draft, "oracle_failure": args.oracle_failure},
+        "worker_kwargs": {
+            "target": args.target,
+            "draft": args.draft,
+            "oracle_failure": args.oracle_failure,
+            "include": tuple(args.workers.split(",")) if args.workers else None,
+        },
         "cache": args.cache,
         "tasks_per_category": args.tasks_per_category,
         "stream_seeds": tuple(range(args.stream_seeds)),
@@ -187,6 +192,10 @@ def markdown(results: list[Result], seeds: int, steps: int, note: str = "") -> s
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--target", default="models/lm-evm2", help="the in-repo target model folder")
     parser.add_argument("--draft", default="models/draft-evm", help="its draft model folder")
+    parser.add_argument(
+        "--workers",
+        help="comma-separated subset of lm-target,lm-draft,lm-mars,lm-sampler,oracle (default all)",
+    )
     parser.add_argument(
         "--oracle-failure", type=float, default=0.3, help="injected failure rate of the oracle"
     )

@@ -207,6 +207,11 @@ class RealPool(Scenario):
 
     # --- scenario hooks -----------------------------------------------------------------------
     def populate(self, pool: AgentPool, rng: np.random.Generator) -> None:
+        # A new episode starts with a healthy pool: a worker killed in the last one gets a fresh process.
+        for w in self.all_workers():
+            restart = getattr(w, "restart", None)
+            if not w.alive() and restart is not None:
+                restart()
         self.calibrate()
         by_name = self._by_name()
         joiners = {s["worker"] for s in self.shocks if s["kind"] == "join"}
