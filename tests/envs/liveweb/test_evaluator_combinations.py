@@ -213,7 +213,10 @@ def test_string_match_rules() -> None:
         0.0,
         "the judge found 'x' not equivalent to '40'",
     )
-    assert sm({"fuzzy_match": ["40"]}, answer="40")[0] == 0.0
+    assert sm({"fuzzy_match": ["40"]}, answer="40") == (
+        0.0,
+        "fuzzy_match needs the LLM judge; pass judge={'base_url': ..., 'model': ...}",
+    )
 
 
 # --- url_match ----------------------------------------------------------------------------------
@@ -234,6 +237,8 @@ def test_string_match_rules() -> None:
         ("__SHOP__/b |OR|  __SHOP__/a?x=1 ", f"{SHOP}/a?x=1", 1.0),
         ("__SHOP__/b |OR| __SHOP__/c", f"{SHOP}/a", 0.0),
         ("__SHOP__/a?x=1 |OR| __SHOP__/a?x=2", f"{SHOP}/a?x=2", 1.0),
+        ("__SHOP__/a?x=1", f"{SHOP}/a?y=1", 0.0),  # parameter names count, not only values
+        ("__SHOP__/aX", f"{SHOP}/a", 0.0),
     ],
 )
 def test_url_match_rules(ref: str, url: str, want: float) -> None:
