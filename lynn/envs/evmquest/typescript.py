@@ -411,22 +411,30 @@ def _run_child(sock: socket.socket, job: dict[str, Any], scratch: str, config: d
             os.setuid(NOBODY)
         resource.setrlimit(resource.RLIMIT_NPROC, (64, 64))
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # after setuid, which clears it
-        path = ctypes.create_string_buffer(BUN_IN_ROOT.encode())
         args = [BUN_IN_ROOT, "--no-install", HARNESS_IN_ROOT]
         argv = (ctypes.c_char_p * (len(args) + 1))(*[a.encode() for a in args], None)
         env_items = ["HOME=/", "TMPDIR=/", "NO_COLOR=1", "BUN_RUNTIME_TRANSPILER_CACHE_PATH=0"]
         envp = (ctypes.c_char_p * (len(env_items) + 1))(*[e.encode() for e in env_items], None)
         libc.execve.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
-        _seccomp_filter(ctypes.addressof(path)).load()
-        libc.execve(ctypes.addressof(path), argv, envp)
+        _PREPARED["filter"].load()
+        libc.execve(ctypes.addressof(_PREPARED["path"]), argv, envp)
         fail(f"sandbox: cannot start bun ({os.strerror(ctypes.get_errno())}); script not run")
     except BaseException as exc:  # containment failed: refuse to run the script
         fail(f"sandbox set-up failed, script not run: {exc}")
 
 
+_PREPARED: dict[str, Any] = {}
+
+
 def serve(control_fd: int, config: dict[str, Any]) -> None:
     """Fork-server main loop: one job at a time, one forked (then exec'd) child per job."""
-    import pyseccomp  # noqa: F401  (fail at start, not per script, when libseccomp is missing)
+    import ctypes
+    import resource  # noqa: F401  (imported once here: children only fork)
+
+    # The exec path buffer and the seccomp filter pinned to its address are made once; every
+    # forked child inherits both at the same address.
+    _PREPARED["path"] = ctypes.create_string_buffer(BUN_IN_ROOT.encode())
+    _PREPARED["filter"] = _seccomp_filter(ctypes.addressof(_PREPARED["path"]))
 
     control = socket.socket(fileno=control_fd)
     config["cgroup"] = _memory_cgroup(int(config["memory_bytes"]))
