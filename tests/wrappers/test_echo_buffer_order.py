@@ -114,6 +114,17 @@ def test_a_lost_request_of_an_older_version_is_not_reissued() -> None:
     assert c.step_requested == 0 and c.lost == 1
 
 
+def test_a_refused_rollout_never_enters_the_buffer() -> None:
+    c = Coordinator("pull", rollouts_per_update=2)
+    c.requests([0, 1])
+    c.refuse(0)
+    assert c.refused == 1 and c.generated == 1 and c.buffer == [] and 0 not in c.in_flight
+    assert c.requests([0]) == [(0, 2, 0)]  # pull mode asks again for it
+    c.refuse(5)  # a worker with nothing in flight: counted, nothing re-asked
+    assert c.refused == 2 and c.requests([5]) == []
+    assert c.fill(EchoStats(mode="pull", backend="sim")).refused == 2
+
+
 def test_fill_copies_every_counter() -> None:
     c = Coordinator("push_pull", rollouts_per_update=1, staleness=1, kappa=1)
     c.requests([0, 1, 2])
@@ -206,5 +217,5 @@ def test_summary_line() -> None:
     s.rollouts_consumed, s.staleness_hist = 6, {1: 2, 0: 4}
     assert s.summary() == (
         "pull/sim: 3 updates in 6.00s, utilisation 60.0%, 1.0 rollouts/s, consumed 6, dropped stale 0, "
-        "lost 0, restarts 0, staleness [0:4 1:2]"
+        "lost 0, refused 0, restarts 0, staleness [0:4 1:2]"
     )
