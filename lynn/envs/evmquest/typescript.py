@@ -26,7 +26,9 @@ threads), drops to uid/gid 65534 and loads a seccomp filter refusing ``socket``,
 namespace and mount calls — and ``execve`` of anything but the one path buffer the child itself
 uses to start Bun. The chain is reached only through the env's read-only JSON-RPC proxy on fd 3
 (:meth:`Sandbox._serve` answers it): the harness routes ethers' ``FetchRequest`` and ``fetch``
-for ``providerUrl`` to it and refuses every other URL.
+for ``providerUrl`` to it and refuses every other URL. ``LYNN_TS_DEBUG=1`` lets Bun's own stderr
+(crash reports) through to the env's stderr; ``TypeScriptSandbox.isolation["memory"]`` says whether
+the memory bound is a cgroup or the ``RLIMIT_DATA`` fallback.
 """
 
 from __future__ import annotations
