@@ -186,7 +186,8 @@ class TypeScriptSandbox(Sandbox):
             env={k: v for k, v in os.environ.items() if k in ("PATH", "PYTHONPATH", "LANG", "HOME")},
         )
         child_end.close()
-        self._finalizer = weakref.finalize(self, _shutdown_server, self.process, self._control)
+        cgroups: list[str] = []
+        self._finalizer = weakref.finalize(self, _shutdown, self.process, self._control, cgroups)
         try:
             ready, _ = _recv_msg(self._control)
         except EOFError:
@@ -194,6 +195,8 @@ class TypeScriptSandbox(Sandbox):
             self.close()
             raise RuntimeError(f"TypeScript sandbox server failed to start: {err[-800:]}") from None
         self.isolation: dict[str, Any] = ready.get("isolation", {})
+        if ready.get("cgroup"):
+            cgroups.append(str(ready["cgroup"]))
 
     def _answer(
         self, msg: dict[str, Any], result: Any, handle_rpc: Callable[[str, list[Any]], Any]
@@ -202,6 +205,16 @@ class TypeScriptSandbox(Sandbox):
         if "result" in reply:
             reply["result"] = _hex_quantities(reply["result"])
         return reply
+
+
+def _shutdown(process: subprocess.Popen[bytes], control: socket.socket, cgroups: list[str]) -> None:
+    """Stop the server, then remove its memory cgroup (its scripts are all gone by then)."""
+    _shutdown_server(process, control)
+    for path in cgroups:
+        try:
+            os.rmdir(path)
+        except OSError:
+            pass
 
 
 def _hex_quantities(value: Any) -> Any:
@@ -445,7 +458,7 @@ def serve(control_fd: int, config: dict[str, Any]) -> None:
         "runner": "bun",
         "memory": "cgroup" if config["cgroup"] else "rlimit",
     }
-    _send_msg(control, {"ready": True, "isolation": isolation})
+    _send_msg(control, {"ready": True, "isolation": isolation, "cgroup": config["cgroup"]})
     base = tempfile.mkdtemp(prefix="lynn-evmquest-ts-")
     try:
         while True:

@@ -169,6 +169,10 @@ def test_wall_limit_kills_the_whole_tree() -> None:
             time.sleep(0.1)
         assert _descendants(sb.pid) == []  # neither the namespace's init nor Bun outlive the kill
         assert run(sb, "return { query_result: 2 };").value == {"query_result": 2}
+        cgroup = f"/sys/fs/cgroup/memory/lynn-evmquest-ts-{sb.pid}"
+    import os
+
+    assert not os.path.exists(cgroup)  # the memory cgroup goes with the sandbox
 
 
 def test_oracle_table_covers_every_atomic_task() -> None:
