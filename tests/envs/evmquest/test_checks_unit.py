@@ -705,24 +705,37 @@ def scored(
     closed_by_done: bool = False,
     optimal: int = 2,
     scoring: str = "default",
+    task_id: str = "probe_task",
+    params: dict | None = None,
+    before: dict | None = None,
+    after: dict | None = None,
 ) -> tuple[float, dict]:
     from lynn.envs.evmquest.evmquest_env import EVMQuestEnv
+
+    world = SimpleNamespace(addresses=ADDR)
+    params = {"p": 3} if params is None else params
+    before = {"b": 1} if before is None else before
+    after = {"a": 2} if after is None else after
+    txs, answers = list(txs or []), list(answers or [])
+
+    def measure(w: Any, p: dict) -> dict:
+        assert w is world and p == params
+        return after
 
     def checks(v: Ctx) -> list[Check]:
         if probe.boom:
             raise KeyError("agent_token")
-        assert v.before == {"b": 1} and v.after == {"a": 2} and v.params == {"p": 3}
+        assert v.world is world and v.before == before and v.after == after and v.params == params
+        assert v.txs == txs and v.answers == answers
         return probe.checks
 
-    logic = lg.TaskLogic(
-        script=lambda p, n: "", checks=checks, measure=lambda w, p: {"a": 2}, answer=probe.answer
-    )
-    monkeypatch.setitem(lg.LOGIC, "probe_task", logic)
+    logic = lg.TaskLogic(script=lambda p, n: "", checks=checks, measure=measure, answer=probe.answer)
+    monkeypatch.setitem(lg.LOGIC, task_id, logic)
     env = EVMQuestEnv(task="bnb_transfer_basic", scoring=scoring)  # no chain is started
-    spec = SimpleNamespace(task_id="probe_task", split=split, optimal_steps=optimal)
-    env.instance = SimpleNamespace(spec=spec, params={"p": 3})  # type: ignore[assignment]
-    env.world = SimpleNamespace(addresses=ADDR)
-    env.before, env.txs, env.answers = {"b": 1}, list(txs or []), list(answers or [])
+    spec = SimpleNamespace(task_id=task_id, split=split, optimal_steps=optimal)
+    env.instance = SimpleNamespace(spec=spec, params=params)  # type: ignore[assignment]
+    env.world = world
+    env.before, env.txs, env.answers = before, txs, answers
     env.steps, env._closed_by_done = steps, closed_by_done
     return env._score()
 
@@ -786,3 +799,41 @@ def test_a_validator_error_is_a_zero_score_not_a_crash(monkeypatch: pytest.Monke
 def test_reference_profile_on_an_unported_task_keeps_our_checks(monkeypatch: pytest.MonkeyPatch) -> None:
     reward, info = scored(monkeypatch, Probe(PASS_FAIL), txs=[tx()], scoring="reference")
     assert reward == pytest.approx(0.70) and info["reference_port"] is False
+
+
+def test_reference_profile_scores_a_ported_atomic_task_by_its_rules(monkeypatch: pytest.MonkeyPatch) -> None:
+    want, fee = 15 * 10**17, 21_000 * 10**9
+    sent = TxRecord(RCPT, "0x", want, 1, 21_000, fee, "0x1", gas_limit=50_000)
+    kw = dict(
+        task_id="bnb_transfer_basic",
+        params={"amount": "1.5", "recipient": RCPT},
+        before={"agent_native": 10 * E18},
+        scoring="reference",
+        txs=[sent],
+    )
+    reward, info = scored(monkeypatch, Probe([]), after={"agent_native": 10 * E18 - want - fee}, **kw)
+    assert (
+        reward == 1.0 and info["success"] is True and info["reference_port"] is True and "decay" not in info
+    )
+    assert [c["name"] for c in info["checks"]] == [
+        "transaction_success",
+        "target_address",
+        "amount",
+        "gas_settings",
+        "balance_change",
+    ]
+    reward, info = scored(monkeypatch, Probe([]), after={"agent_native": 10 * E18 - want * 98 // 100}, **kw)
+    assert reward == pytest.approx(0.9) and info["success"] is False  # the balance moved 2% less than sent
+
+
+def test_reference_profile_scores_composites_by_rounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    kw = dict(split="composite", scoring="reference", txs=[tx(status=0)])
+    reward, info = scored(monkeypatch, Probe([]), steps=6, **kw)  # default optimum 3: decay 3/6
+    assert reward == pytest.approx(0.5) and info["decay"] == pytest.approx(0.5) and info["success"] is False
+    assert info["reference_port"] is True and [c["name"] for c in info["checks"]] == ["transaction_executed"]
+    reward, info = scored(monkeypatch, Probe([]), steps=4, closed_by_done=True, **kw)
+    assert reward == 1.0 and info["decay"] == 1.0 and info["success"] is True
+    reward, info = scored(monkeypatch, Probe([]), steps=5, **kw)
+    assert reward == pytest.approx(0.6) and info["success"] is True  # the reference's pass mark is 60
+    reward, info = scored(monkeypatch, Probe([]), split="composite", scoring="reference", steps=2, txs=[])
+    assert reward == 0.0 and info["success"] is False
