@@ -31,6 +31,8 @@ Text format (what a model is trained on and must write; one field per line)::
   not on the page the index alone places the hunk. Optional ``-``
   lines list the removed lines; when present they must match. Hunks are in page order and do not
   overlap.
+- The fields come in this order when written; a field left out keeps its current value (URL, title, id
+  prefix; an empty summary), so a small model's partial header still applies.
 - **Fallback** (documented contract of :func:`apply_delta_text`): text that does not parse as Δ leaves
   the page unchanged (the *copy* prediction) and reports why; a hunk that does not apply is skipped
   and reported; the other hunks still apply.
@@ -71,22 +73,19 @@ class Hunk:
 class Delta:
     """A state change: next URL, title, id prefix (frame), summary and line edits."""
 
-    url: str
-    title: str
-    frame: str = ""
+    url: str | None
+    title: str | None
+    frame: str | None = ""
     summary: str = ""
     hunks: list[Hunk] = field(default_factory=list)
 
     def to_text(self, removed: bool = False) -> str:
         """The Δ in the documented text format (``removed=True`` also lists removed lines)."""
-        out = [
-            HEADER,
-            f"URL: {self.url}",
-            f"Title: {self.title}",
-            f"Frame: {self.frame or '-'}",
-            f"Summary: {self.summary}",
-            EDITS,
-        ]
+        out = [HEADER]
+        out += [f"URL: {self.url}"] if self.url is not None else []
+        out += [f"Title: {self.title}"] if self.title is not None else []
+        out += [f"Frame: {self.frame or '-'}"] if self.frame is not None else []
+        out += [f"Summary: {self.summary}", EDITS]
         for h in self.hunks:
             out.append(f"@@ {h.start} -{h.count}" + (f" = {h.anchor}" if h.anchor is not None else ""))
             if removed and h.removed:
@@ -226,13 +225,14 @@ def parse_delta(text: str) -> Delta:
         lines = lines[1:]
     values: dict[str, str] = {}
     k = 0
-    for name in _FIELDS:
-        if k >= len(lines) or not lines[k].startswith(f"{name}:"):
-            got = lines[k][:60] if k < len(lines) else "end of text"
-            raise DeltaError(f"expected the field '{name}:' (line {k + 2} of the Δ), got {got!r}")
-        values[name] = lines[k][len(name) + 1 :].strip()
+    while k < len(lines) and lines[k].strip() != EDITS:
+        name, sep, value = lines[k].partition(":")
+        if not sep or name not in _FIELDS or name in values:
+            why = "a repeated field" if name in values else f"not one of the fields {', '.join(_FIELDS)}"
+            raise DeltaError(f"line {lines[k][:60]!r} of the Δ header is {why}")
+        values[name] = value.strip()
         k += 1
-    if k >= len(lines) or lines[k].strip() != EDITS:
+    if k >= len(lines):
         raise DeltaError(f"expected {EDITS!r} after the fields")
     k += 1
     hunks: list[Hunk] = []
@@ -256,8 +256,14 @@ def parse_delta(text: str) -> Delta:
             raise DeltaError(f"line {line[:60]!r} is outside a hunk or lacks its '+'/'-' mark")
     if not ended:
         raise DeltaError(f"the Δ does not end with {END!r} (cut off?)")
-    frame = values["Frame"]
-    return Delta(values["URL"], values["Title"], "" if frame == "-" else frame, values["Summary"], hunks)
+    frame = values.get("Frame")
+    return Delta(
+        values.get("URL"),
+        values.get("Title"),
+        None if frame is None else ("" if frame == "-" else frame),
+        values.get("Summary", ""),
+        hunks,
+    )
 
 
 def _place(lines: list[str], h: Hunk, lo: int) -> int | None:
@@ -279,7 +285,9 @@ def apply_delta(obs: dict[str, Any], delta: Delta, action: str = "") -> tuple[di
     that did not apply (skipped). ``goal``, ``open_pages`` and ``last_action`` follow the env's rules."""
     ax0 = str(obs.get("axtree", ""))
     f0 = page_frame(ax0)
-    raw = delta.frame == "="
+    # A field the Δ leaves out keeps its current value (lenient with small models; documented).
+    frame = f0 if delta.frame is None else delta.frame
+    raw = frame == "="
     lines = (ax0 if raw else strip_frame(ax0, f0)).split("\n")
     out: list[str] = []
     pos = 0
@@ -295,12 +303,12 @@ def apply_delta(obs: dict[str, Any], delta: Delta, action: str = "") -> tuple[di
     out += lines[pos:]
     axtree = "\n".join(out)
     if not raw:
-        axtree = add_frame(axtree, delta.frame)
-    url = absolute_url(delta.url, str(obs.get("url", "")))
+        axtree = add_frame(axtree, frame)
+    url = str(obs.get("url", "")) if delta.url is None else absolute_url(delta.url, str(obs.get("url", "")))
     new = dict(obs)
     new.update(
         url=url,
-        title=delta.title,
+        title=str(obs.get("title", "")) if delta.title is None else delta.title,
         axtree=axtree,
         open_pages=_open_pages(str(obs.get("open_pages", "")), url),
         last_action=action,

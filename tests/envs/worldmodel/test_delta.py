@@ -66,7 +66,9 @@ def test_every_recorded_transition_round_trips(web_data) -> None:
     ("text", "why"),
     [
         ("the page changes", "no '[State change]'"),
-        ("[State change]\nURL: /\nTitle: x\nSummary: s\n[Edits]\n[End]", "'Frame:'"),
+        ("[State change]\nURL: /\nColour: red\nSummary: s\n[Edits]\n[End]", "not one of the fields"),
+        ("[State change]\nURL: /\nURL: /a\n[Edits]\n[End]", "a repeated field"),
+        ("[State change]\nURL: /\nTitle: x\n@@ 0 -1\n[End]", "of the Δ header"),
         (
             "[State change]\nURL: /\nTitle: x\nFrame: -\nSummary: s\n[Edits]\n@@ two -1\n[End]",
             "malformed hunk",
@@ -85,6 +87,14 @@ def test_invalid_delta_text_is_rejected_and_falls_back_to_copy(text: str, why: s
     assert delta is None and "not a valid Δ" in err and str(exc.value) in err
     assert new["axtree"] == HOME["axtree"] and new["url"] == HOME["url"]
     assert new["last_action"] == "click('e4')"
+
+
+def test_fields_left_out_keep_their_current_values() -> None:
+    text = '[State change]\nSummary: typed\n[Edits]\n@@ 3 -1 =   [e3] textbox "Search"\n+  [e3] textbox "Search": tea\n[End]'
+    new, err, delta = apply_delta_text(HOME, text, "fill('e3', 'tea')")
+    assert err is None and delta.url is None and delta.to_text() == text
+    assert (new["url"], new["title"]) == (HOME["url"], HOME["title"])
+    assert new["axtree"] == HOME["axtree"].replace('textbox "Search"', 'textbox "Search": tea')
 
 
 def test_anchor_places_a_hunk_written_with_a_wrong_index_and_bad_hunks_are_skipped() -> None:

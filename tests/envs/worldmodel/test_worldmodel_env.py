@@ -141,3 +141,14 @@ def test_cli_trains_a_world_model_the_env_loads(web_data, tmp_path: Path) -> Non
     env = gym.make(ENV_ID, model=str(out), reward_model=str(out), split="test")
     obs, info = env.reset(seed=0)
     assert info["task_id"] in TEST_IDS and obs["axtree"]
+
+
+def test_self_assessment_asks_the_world_models_lm(tiny_world_model: Path, memory_model: Path) -> None:
+    env = gym.make(
+        ENV_ID, model=str(tiny_world_model), starts=str(memory_model / "starts.jsonl"), self_assess=True
+    )
+    env.reset(options={"task_id": TEST_IDS[0]})
+    _, reward, terminated, _, info = env.step("send_msg_to_user('$10.00')")
+    assert terminated and reward in (0.0, 1.0) and info["score"] in (0.0, 1.0)
+    with pytest.raises(ValueError, match="self_assess"):
+        gym.make(ENV_ID, model=str(memory_model), self_assess=True)  # no LM to ask
