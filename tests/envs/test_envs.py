@@ -7,11 +7,12 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import lynn
+from tests.conftest import make_kwargs
 
 
 @pytest.mark.parametrize("env_id", lynn.ENV_IDS)
-def test_check_env(env_id: str) -> None:
-    env = gym.make(env_id, disable_env_checker=True).unwrapped
+def test_check_env(env_id: str, request: pytest.FixtureRequest) -> None:
+    env = gym.make(env_id, disable_env_checker=True, **make_kwargs(env_id, request)).unwrapped
     try:
         check_env(env, skip_render_check=True)
     finally:
@@ -39,10 +40,12 @@ BAD_ACTION_ERRORS = {
 
 
 @pytest.mark.parametrize("env_id", lynn.ENV_IDS)
-def test_random_agent_episode_and_bad_action_never_raises(env_id: str) -> None:
+def test_random_agent_episode_and_bad_action_never_raises(
+    env_id: str, request: pytest.FixtureRequest
+) -> None:
     from lynn.agents import make_agent
 
-    env = gym.make(env_id)
+    env = gym.make(env_id, **make_kwargs(env_id, request))
     try:
         agent = make_agent("random", env)
         obs, info = env.reset(seed=1)

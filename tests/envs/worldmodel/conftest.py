@@ -1,62 +1,7 @@
-"""Fixtures of the world-model tests: real LiveWeb expert transitions recorded once per session with
-``lynn collect`` (Chromium on the bundled sites), a page-memory world model and a reward model built
-from them, and a tiny LM world model trained in seconds."""
+"""The world-model fixtures live in tests/_worldmodel_fixtures.py (shared with the registry-wide tests)."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from tests._worldmodel_fixtures import TEMPLATES, TEST_IDS, TRAIN_IDS
 
-import pytest
-
-TEMPLATES = ["shop.product_price", "shop.open_product", "admin.set_price"]
-TRAIN_IDS = [f"{t}.{i}" for t in TEMPLATES for i in (0, 1, 2)]
-TEST_IDS = [f"{t}.{i}" for t in TEMPLATES for i in (3, 7)]
-
-
-@pytest.fixture(scope="session")
-def web_data(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    from lynn.eval.collect import CollectConfig, collect
-
-    root = tmp_path_factory.mktemp("web_transitions")
-    for split, ids in (("train", TRAIN_IDS), ("test", TEST_IDS)):
-        collect(
-            CollectConfig("Lynn/LiveWeb-v0", split=split, tasks=ids, out=str(root / split), progress=False)
-        )
-    return {"train": root / "train", "test": root / "test"}
-
-
-@pytest.fixture(scope="session")
-def memory_model(web_data: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A page-memory world model plus reward model (no held-out templates: the test split is held out)."""
-    from lynn.envs.worldmodel.reward_model import train_reward_model
-    from lynn.envs.worldmodel.train import WorldModelConfig, train_world_model
-
-    out = tmp_path_factory.mktemp("wm_memory")
-    data = [str(web_data["train"]), str(web_data["test"])]
-    train_world_model(WorldModelConfig(data=data, out=str(out), kind="memory", heldout=[]))
-    train_reward_model(data, str(out), all_templates=True)
-    return out
-
-
-@pytest.fixture(scope="session")
-def tiny_world_model(web_data: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from lynn.envs.worldmodel.train import WorldModelConfig, train_world_model
-
-    out = tmp_path_factory.mktemp("wm_tiny_lm")
-    train_world_model(
-        WorldModelConfig(
-            data=[str(web_data["train"]), str(web_data["test"])],
-            out=str(out),
-            kind="lm",
-            size="tiny",
-            context=512,
-            reply_tokens=128,
-            epochs=1,
-            max_minutes=0.3,
-            vocab_size=512,
-            progress=False,
-            threads=1,
-            heldout=[],
-        )
-    )
-    return out
+__all__ = ["TEMPLATES", "TEST_IDS", "TRAIN_IDS"]
