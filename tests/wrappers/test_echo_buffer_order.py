@@ -219,3 +219,28 @@ def test_summary_line() -> None:
         "pull/sim: 3 updates in 6.00s, utilisation 60.0%, 1.0 rollouts/s, consumed 6, dropped stale 0, "
         "lost 0, refused 0, restarts 0, staleness [0:4 1:2]"
     )
+
+
+def test_counters_count_each_event() -> None:
+    c = Coordinator("pull", rollouts_per_update=2)
+    c.requests([0, 1])
+    c.worker_lost(0)
+    c.worker_lost(1)
+    assert c.lost == 2 and c.requests([0, 1, 2]) == [(0, 2, 0), (1, 3, 0)]  # each loss re-asks exactly one
+    c.refuse(0)
+    c.refuse(1)
+    assert c.refused == 2 and c.generated == 2 and c.requests([0, 1]) == [(0, 4, 0), (1, 5, 0)]
+
+
+def test_simulate_defaults_and_labels() -> None:
+    # push_pull with the defaults: S = 0, kappa = 1 (anything else would be refused), no time limit
+    stats, _ = simulate("push_pull", [SimWorker(0.3), SimWorker(0.4)], rollouts_per_update=1, updates=5)
+    assert (stats.mode, stats.backend, stats.updates) == ("push_pull", "sim", 5)
+    assert set(stats.staleness_hist) == {0} and stats.dropped_stale > 0
+
+
+def test_simulated_rollout_durations_follow_each_workers_count() -> None:
+    # pull, one worker whose k-th rollout takes k + 1 s, 1 s updates, no broadcast cost:
+    # rollout 0 in 0-1, update 1-2, rollout 1 in 2-4, update 4-5, rollout 2 in 5-8, update 8-9.
+    stats, _ = simulate("pull", [SimWorker(lambda k: k + 1.0)], rollouts_per_update=1, updates=3)
+    assert stats.wall_s == 9.0 and stats.learner_busy_s == 3.0 and stats.rollouts_generated == 3
