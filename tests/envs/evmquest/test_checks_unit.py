@@ -837,3 +837,19 @@ def test_reference_profile_scores_composites_by_rounds(monkeypatch: pytest.Monke
     assert reward == pytest.approx(0.6) and info["success"] is True  # the reference's pass mark is 60
     reward, info = scored(monkeypatch, Probe([]), split="composite", scoring="reference", steps=2, txs=[])
     assert reward == 0.0 and info["success"] is False
+
+
+def test_atomic_scores_ignore_the_round_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    reward, info = scored(monkeypatch, Probe(PASS_FAIL), txs=[tx()], steps=5, optimal=2)
+    assert reward == pytest.approx(0.70) and "decay" not in info
+
+
+def test_reference_composite_rounds_leave_out_only_the_closing_done(monkeypatch: pytest.MonkeyPatch) -> None:
+    kw = dict(split="composite", scoring="reference", txs=[tx()])
+    reward, info = scored(monkeypatch, Probe([]), steps=5, closed_by_done=True, **kw)  # 4 rounds, optimum 3
+    assert reward == pytest.approx(0.75) and info["score"] == pytest.approx(75.0)
+    reward, info = scored(monkeypatch, Probe([]), task_id="composite_wrap_unwrap_cycle", steps=2, **kw)
+    from lynn.envs.evmquest.reference import composite_steps
+
+    optimal = composite_steps("composite_wrap_unwrap_cycle")[0]
+    assert info["decay"] == pytest.approx(min(1.0, optimal / 2))
