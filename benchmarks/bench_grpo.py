@@ -1,6 +1,6 @@
 """GRPO through Echo: co-located vs pull vs push_pull (S sweep) on EVMQuest, same model and update budget.
 
-Each configuration is one ``lynn train grpo`` run (:func:`lynn.agents.llm.grpo_train.train_grpo`); the
+Each configuration is one ``lynn train grpo`` run (:func:`lynn.wrappers.echo.grpo_train.train_grpo`); the
 table reports wall time, learner utilisation, groups/s, the staleness histogram, dropped/lost/refused
 rollouts and the training reward (first vs last 5 updates). ``--eval`` adds held-out atomic success of
 each final model (every atomic task, seeds from 0, as ``lynn eval --split atomic``).
@@ -32,7 +32,7 @@ def main() -> None:
     ap.add_argument("--configs", nargs="+", default=["colocated", "pull", "push_pull:1", "push_pull:2"])
     args = ap.parse_args()
 
-    from lynn.agents.llm.grpo_train import GRPOTrainConfig, train_grpo
+    from lynn.wrappers.echo.grpo_train import GRPOTrainConfig, train_grpo
 
     rows = []
     for c in args.configs:
@@ -52,7 +52,6 @@ def main() -> None:
                 max_new_tokens=args.max_new_tokens,
                 seed=args.seed,
                 progress=False,
-                eval_heldout=args.eval,
             )
         )
         row = {
@@ -70,7 +69,12 @@ def main() -> None:
             "reward_last5": round(summ["reward_last5"], 3),
         }
         if args.eval:
-            ev = summ.get("heldout_eval", {})
+            from lynn.eval.runner import EvalConfig, evaluate
+
+            ev = evaluate(
+                EvalConfig("Lynn/EVMQuest-v0", agent="lm", split="atomic", out=str(out / "eval"),
+                           agent_kwargs={"model": summ["final"]}, progress=False)
+            )  # fmt: skip
             row["heldout_success"] = ev.get("success_rate", ev.get("success"))
         rows.append(row)
         print(json.dumps(row), flush=True)

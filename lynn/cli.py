@@ -250,7 +250,7 @@ def cmd_train_lm(args: argparse.Namespace) -> int:
 
 
 def cmd_train_grpo(args: argparse.Namespace) -> int:
-    from lynn.agents.llm.grpo_train import GRPOTrainConfig, train_grpo
+    from lynn.wrappers.echo.grpo_train import GRPOTrainConfig, train_grpo
 
     cfg = GRPOTrainConfig(
         model=args.model,
@@ -281,6 +281,21 @@ def cmd_train_grpo(args: argparse.Namespace) -> int:
         kill_worker_at=args.kill_worker_at,
     )
     s = train_grpo(cfg)
+    if cfg.eval_heldout:  # here, not in the driver: wrappers/ does not import eval/
+        from lynn.eval.runner import EvalConfig, evaluate
+
+        s["heldout_eval"] = evaluate(
+            EvalConfig(
+                env_id="Lynn/EVMQuest-v0",
+                agent="lm",
+                split="atomic",
+                out=str(Path(cfg.out) / "eval"),
+                agent_kwargs={"model": s["final"]},
+                workers=cfg.eval_workers,
+                progress=cfg.progress,
+            )
+        )
+        (Path(cfg.out) / "summary.json").write_text(json.dumps(s, indent=1, default=str))
     if args.json:
         print(json.dumps({k: v for k, v in s.items() if k != "history"}, sort_keys=True, default=str))
     else:
@@ -469,7 +484,9 @@ def build_parser() -> argparse.ArgumentParser:
     lm.add_argument("--seed", type=int, default=0)
     lm.add_argument("--threads", type=int, help="torch threads (1 is fastest on a loaded 2-core machine)")
     lm.add_argument(
-        "--minimal-abi", action="store_true", help="EVMQuest: train on replies with the ABI JSON cut to what web3 reads"
+        "--minimal-abi",
+        action="store_true",
+        help="EVMQuest: train on replies with the ABI JSON cut to what web3 reads",
     )
     lm.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --out")
     lm.add_argument("--json", action="store_true")

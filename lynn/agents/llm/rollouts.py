@@ -121,11 +121,12 @@ class RolloutWorker:
         threads: int | None = 1,
         index: int = 0,
     ) -> None:
+        import gymnasium as gym
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        import lynn  # noqa: F401  (registers the ids: made by id, so the Echo driver imports no env module)
         from lynn.agents.llm.policy import EVMQUEST, LMPolicy
-        from lynn.envs.evmquest.evmquest_env import EVMQuestEnv
 
         if threads:
             torch.set_num_threads(threads)
@@ -141,7 +142,13 @@ class RolloutWorker:
             max_new_tokens=max_new_tokens,
             context=self.gen.context,
         )
-        self.env = EVMQuestEnv(task=list(tasks) if tasks else None, split="atomic", **(env_kwargs or {}))
+        self.env = gym.make(
+            EVMQUEST,
+            task=list(tasks) if tasks else None,
+            split="atomic",
+            disable_env_checker=True,
+            **(env_kwargs or {}),
+        ).unwrapped
         self.G = group_size
         self.version = 0
         self.index = index

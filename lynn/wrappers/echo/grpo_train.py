@@ -14,9 +14,12 @@ The learner is :class:`lynn.agents.llm.grpo.GRPOLearner`; workers are
 (≥ 100000) only. Writes to ``--out``: ``checkpoints/update-N`` (model + optimiser, ``--resume``
 continues from the newest), ``final/`` (a model folder ``lynn eval --agent lm`` loads),
 ``reward.png`` (group reward vs wall time), ``summary.json`` (learner utilisation, rollouts/s,
-staleness histogram, dropped stale, lost, refused, cost) and, with ``--eval``, a held-out
-evaluation of ``final/`` by :func:`lynn.eval.runner.evaluate` (every atomic task, seeds from 0, as
-``lynn eval --split atomic`` does).
+staleness histogram, dropped stale, lost, refused, cost). ``lynn train grpo --eval`` then evaluates
+``final/`` on the held-out instances with :func:`lynn.eval.runner.evaluate` (every atomic task, seeds
+from 0, as ``lynn eval --split atomic`` does) — in the CLI, because wrappers/ does not import eval/.
+
+This driver lives in ``lynn.wrappers.echo`` (not ``lynn.agents``): it drives workers and the learner
+through :class:`~lynn.wrappers.echo.actor_learner.ActorLearner`, and agents do not import the wrappers.
 
 ::
 
@@ -299,19 +302,5 @@ def train_grpo(cfg: GRPOTrainConfig) -> dict[str, Any]:
         "reward_png": str(out / "reward.png"),
     }
     summary["staleness_hist"] = {str(k): v for k, v in summary.get("staleness_hist", {}).items()}
-    if cfg.eval_heldout:
-        from lynn.eval.runner import EvalConfig, evaluate
-
-        summary["heldout_eval"] = evaluate(
-            EvalConfig(
-                env_id="Lynn/EVMQuest-v0",
-                agent="lm",
-                split="atomic",
-                out=str(out / "eval"),
-                agent_kwargs={"model": str(final)},
-                workers=cfg.eval_workers,
-                progress=cfg.progress,
-            )
-        )
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
     return summary
