@@ -145,3 +145,34 @@ def test_bad_configuration_is_a_clear_error(tmp_path: Path) -> None:
         make_env(tmp_path / "c.jsonl", categories=("nope",))
     with pytest.raises(ValueError, match="overlap"):
         make_env(tmp_path / "c.jsonl", calibration_seeds=(0,))
+
+
+def test_lm_policy_worker_in_its_own_process(tiny_lm: Path, tmp_path: Path) -> None:
+    """An LMPolicy worker (a tiny in-repo model trained in seconds) next to the oracle: tokens and cost measured."""
+    from lynn.agents.workers import PRICES, evmquest_pool
+
+    workers = evmquest_pool(target=str(tiny_lm), draft=str(tiny_lm), include=["lm-target", "oracle"])
+    env = CoordinationEnv(
+        scenario="real-pool",
+        scenario_kwargs={
+            "workers": workers,
+            "categories": ("query",),
+            "stream_seeds": (0,),
+            "cache": str(tmp_path / "lm.jsonl"),
+        },
+    )
+    try:
+        obs, info = env.reset(seed=0)
+        lm = workers[0]
+        assert lm.started and lm.deterministic  # the calibration run booted its process
+        inst = env.task.instance
+        slot = env.pool.names().index("lm-target")
+        obs, reward, _, _, info = env.step(slot)
+        out = env.scenario.result_cache.get(lm, inst, 0)
+        assert out is not None and out.error is None and out.tokens > 0 and out.latency_s > 0
+        assert out.cost == pytest.approx(out.tokens * PRICES["lm-target"][0])
+        assert info["agent"] == "lm-target" and info["cost"] == pytest.approx(out.cost)
+        assert reward == float(out.success)
+    finally:
+        env.close()
+    assert not any(w.started for w in workers)
