@@ -94,7 +94,10 @@ MODULES: dict[str, Module] = {
         "lynn/envs/liveweb/evaluators.py",
         ["tests/envs/liveweb/test_evaluator_combinations.py", "tests/envs/liveweb/test_evaluators.py"],
     ),
-    "actions": Module("lynn/envs/liveweb/actions.py", ["tests/envs/liveweb/test_actions.py"]),
+    "actions": Module(
+        "lynn/envs/liveweb/actions.py",
+        ["tests/envs/liveweb/test_actions.py", "tests/envs/liveweb/test_actions_parser.py"],
+    ),
     "echo_core": Module("lynn/wrappers/echo/core.py", ["tests/wrappers/test_echo_buffer_order.py"]),
     # logic.py is also the task bank's oracle-script generators and chain set-ups: mutate the checks.
     "evm_checks": Module(
