@@ -299,8 +299,14 @@ class FlakyResetEnv(FaultEnv):
         self.marker = marker
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        if not os.path.exists(self.marker):
-            open(self.marker, "w").close()
+        # O_EXCL: exactly one process creates the marker, even when two workers reset at once (an
+        # exists-then-create check let both fail under load).
+        try:
+            fd = os.open(self.marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            pass
+        else:
+            os.close(fd)
             raise RuntimeError("first reset fails")
         obs, info = super().reset(seed=seed, options=options)
         return obs + (seed or 0), {**info, "seed": seed}
