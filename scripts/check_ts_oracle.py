@@ -2,7 +2,7 @@
 
 Usage::
 
-    .venv/bin/python lynn/envs/evmquest/ts/check_oracle.py [--seeds 0,1,2] [--tasks a,b] [--no-python]
+    .venv/bin/python scripts/check_ts_oracle.py [--seeds 0,1,2] [--tasks a,b] [--no-python]
 
 Prints one line per failure, then the pass count and the median / p90 ``script_s`` (the env's
 timing of one script: start of the contained worker to its result) for each language.
@@ -44,7 +44,8 @@ def _run(language: str, tasks: list[str], seeds: list[int]) -> tuple[int, list[s
 
 def _summary(times: list[float]) -> str:
     ordered = sorted(times)
-    return f"median {statistics.median(ordered):.3f} s, p90 {ordered[int(0.9 * (len(ordered) - 1))]:.3f} s"
+    p90 = statistics.quantiles(ordered, n=10, method="inclusive")[-1] if len(ordered) > 1 else ordered[0]
+    return f"median {statistics.median(ordered):.3f} s, p90 {p90:.3f} s"
 
 
 def main(argv: list[str] | None = None) -> int:
