@@ -8,6 +8,8 @@ with every expected value written out by hand. Pure parser tests: no browser, a 
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from lynn.envs.liveweb import actions as A
@@ -28,10 +30,25 @@ def test_unparsable_single_action_quotes_80_chars_and_the_syntax_error() -> None
     assert _err(parse_action, text) == f"cannot parse {text[:80]!r}: '(' was never closed"
 
 
-def test_too_deep_expression_is_an_action_error_with_the_reason() -> None:
+@pytest.fixture
+def recursion_limit():
+    # Python's AST construction depth follows the process-wide recursion limit, which other libraries
+    # in the same process may raise (a clean-clone CI run saw it raised); pin it, then restore it.
+    old = sys.getrecursionlimit()
+    yield sys.setrecursionlimit
+    sys.setrecursionlimit(old)
+
+
+def test_too_deep_expression_is_an_action_error_with_the_reason(recursion_limit) -> None:
+    recursion_limit(1000)
     text = "-" * 4000 + "1"
     msg = _err(parse_action, text)
     assert msg.startswith(f"cannot parse {'-' * 80!r}: maximum recursion depth exceeded")
+
+
+def test_deep_expression_under_a_raised_limit_is_still_refused_as_not_a_call(recursion_limit) -> None:
+    recursion_limit(100_000)
+    assert _err(parse_action, "-" * 4000 + "1") == f"expected one call such as click('e12'), got {'-' * 80!r}"
 
 
 def test_no_action_found_quotes_the_first_80_chars() -> None:
