@@ -277,6 +277,7 @@ class BrowserSession:
         self.noop_wait_ms = float(noop_wait_ms)
         self._state = _State(download_dir=tempfile.mkdtemp(prefix="lynn-downloads-"))
         self.upload_dir = tempfile.mkdtemp(prefix="lynn-uploads-", dir=self._state.download_dir)
+        self._choosing_files = False  # inside mouse_upload_file: its chooser is expected, not an event
         self._finalizer = weakref.finalize(self, _shutdown, self._state)
 
     # --- lifecycle -------------------------------------------------------------------------------
@@ -400,6 +401,10 @@ class BrowserSession:
             return
         page.on("download", _weak(self._on_download))
         page.on("close", _weak(self._on_close))
+        # Listening from the page's start turns on Chromium's file-chooser interception at once; enabling
+        # it inside mouse_upload_file raced the click (Playwright sends that switch without waiting for a
+        # reply), and then no chooser event came about 1 run in 2.
+        page.on("filechooser", _weak(self._on_file_chooser))
         self.pages.append(page)
         if len(self.pages) > 1:
             self.events.append(f"new tab opened (tab {len(self.pages) - 1}); it is now active")
@@ -411,6 +416,12 @@ class BrowserSession:
             self.pages.remove(page)
             if self.active >= idx:
                 self.active = max(0, self.active - 1)
+
+    def _on_file_chooser(self, chooser: Any, *_: Any) -> None:
+        if not self._choosing_files:
+            self.events.append(
+                "a file chooser opened; choose files with upload_file(bid, file) or mouse_upload_file(x, y, file)"
+            )
 
     def _on_dialog(self, dialog: Any, *_: Any) -> None:
         # Dialogs block the page until answered: accept so that the episode can go on, and tell the agent.
@@ -547,8 +558,12 @@ class BrowserSession:
             page.mouse.up()
         elif name == "mouse_upload_file":
             files = self._files(a["file"])
-            with page.expect_file_chooser(timeout=self.action_timeout_ms) as chooser:
-                page.mouse.click(*self._xy(a["x"], a["y"]))
+            self._choosing_files = True
+            try:
+                with page.expect_file_chooser(timeout=self.action_timeout_ms) as chooser:
+                    page.mouse.click(*self._xy(a["x"], a["y"]))
+            finally:
+                self._choosing_files = False
             chooser.value.set_files(files)
         elif name.startswith("keyboard_"):
             kind = name.removeprefix("keyboard_")

@@ -211,11 +211,6 @@ def test_drag_and_drop(lab: LabServer) -> None:
         env.close()
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="known flaky (about 1 run in 2 in a full-file run): Chromium sometimes opens no file chooser "
-    "for a coordinate click on a file input; open in issue 12",
-)
 def test_upload_by_coordinates(lab: LabServer) -> None:
     task = {**LAB_TASKS[0], "task_id": "lab.form", "start_url": "__LAB__/form"}
     env = LiveWebEnv(tasks=[task], sites={"lab": lab.url}, obs_format="browsergym", noop_wait_ms=0)
@@ -226,5 +221,18 @@ def test_upload_by_coordinates(lab: LabServer) -> None:
         x, y, w, h = obs["extra_element_properties"][attach]["bbox"]
         obs, _, _, _, info = env.step(f"mouse_upload_file({x + w / 2}, {y + h / 2}, 'photo.png')")
         assert not info["error"] and "photo.png" in obs["axtree"]
+    finally:
+        env.close()
+
+
+def test_a_plain_click_on_a_file_input_tells_the_agent_how_to_choose_files(lab: LabServer) -> None:
+    task = {**LAB_TASKS[0], "task_id": "lab.form", "start_url": "__LAB__/form"}
+    env = LiveWebEnv(tasks=[task], sites={"lab": lab.url}, obs_format="browsergym", noop_wait_ms=0)
+    try:
+        obs, _ = env.reset(seed=0)
+        attach = BrowserGymStyleAgent.find(obs, "button", "Attachment")
+        obs, _, _, _, info = env.step(f"click('{attach}')")
+        assert not info["error"]
+        assert any("file chooser opened" in e and "upload_file" in e for e in info["events"]), info["events"]
     finally:
         env.close()
