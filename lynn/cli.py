@@ -30,6 +30,10 @@ COMMANDS: list[str] = [
 # is imported only when its benchmark runs; adding a benchmark is one line here (see lynn.bench).
 BENCHES: dict[str, tuple[str, str]] = {
     "coordination": ("lynn.bench.coordination", "routing: LinUCB vs MABWiser LinUCB, VW cb_explore_adf"),
+    "coordination_real": (
+        "lynn.bench.coordination_real",
+        "routing over real EVMQuest executions by real Lynn agents (cached replay)",
+    ),
     "liveweb": ("lynn.bench.liveweb", "LiveWeb step/reset latency vs raw Playwright (and BrowserGym)"),
     "specdec": ("lynn.bench.specdec", "speculative decoding vs plain greedy and HF assisted generation"),
     "evm-oracle": ("lynn.bench.evm_oracle", "EVMQuest oracle over every task, per chain backend"),
