@@ -250,21 +250,52 @@ def train_lm(cfg: TrainConfig) -> dict[str, Any]:
     started = time.monotonic()
     budget_s = None if cfg.max_minutes is None else cfg.max_minutes * 60
 
+    steps_per_epoch = math.ceil(len(examples) / cfg.batch_size)
+    planned_steps = steps_per_epoch * cfg.epochs
+    warmup = max(1, int(0.05 * planned_steps))
+
     class _Budget(TrainerCallback):
+        """Stops at ``max_minutes`` and fits the cosine schedule into it: the Trainer's schedule runs over
+        the planned epochs, so a run cut by the clock used to stop with its learning rate still near the
+        peak. From the measured time per step, the horizon is re-estimated (shrunk, never grown) every 20
+        steps and the schedule's decay is rescaled to end at the horizon."""
+
+        horizon = planned_steps
+
         def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> Any:
-            if budget_s is not None and time.monotonic() - started > budget_s:
+            if budget_s is None:
+                return control
+            elapsed = time.monotonic() - started
+            step = state.global_step
+            if step >= warmup and step % 20 == 0 and step > first_step[0]:
+                per_step = elapsed / (step - first_step[0])
+                fits = step + int((budget_s - elapsed) / per_step)
+                if fits < self.horizon:
+                    self.horizon = max(step + 1, fits)
+                    sched = getattr(
+                        kw.get("lr_scheduler"), "scheduler", kw.get("lr_scheduler")
+                    )  # accelerate may wrap it
+                    if hasattr(sched, "lr_lambdas"):
+                        sched.lr_lambdas = [_cosine_lambda(warmup, self.horizon)] * len(sched.lr_lambdas)
+            if elapsed > budget_s or step >= self.horizon:
                 control.should_training_stop = True
                 control.should_save = True
             return control
 
-    steps_per_epoch = math.ceil(len(examples) / cfg.batch_size)
+    first_step = [0]  # the global step this process started from (non-zero on --resume)
+
+    class _FirstStep(TrainerCallback):
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> Any:
+            first_step[0] = state.global_step
+            return control
+
     args = TrainingArguments(
         output_dir=str(out / "checkpoints"),
         per_device_train_batch_size=cfg.batch_size,
         num_train_epochs=cfg.epochs,
         learning_rate=cfg.lr,
         lr_scheduler_type="cosine",
-        warmup_steps=max(1, int(0.05 * steps_per_epoch * cfg.epochs)),
+        warmup_steps=warmup,
         weight_decay=0.01,
         max_grad_norm=1.0,
         logging_steps=max(1, min(20, steps_per_epoch // 4)),
@@ -286,7 +317,7 @@ def train_lm(cfg: TrainConfig) -> dict[str, Any]:
         args=args,
         train_dataset=examples,
         data_collator=_Collator(tokenizer.pad_token_id),
-        callbacks=[_Budget()],
+        callbacks=[_FirstStep(), _Budget()],
     )
     ckpts = sorted((out / "checkpoints").glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))
     trainer.train(resume_from_checkpoint=str(ckpts[-1]) if cfg.resume and ckpts else None)
@@ -308,6 +339,10 @@ def train_lm(cfg: TrainConfig) -> dict[str, Any]:
         "vocab_size": len(tokenizer),
         "epochs_done": float(trainer.state.epoch or 0),
         "steps": int(trainer.state.global_step),
+        "planned_steps": planned_steps,
+        "final_lr": next(
+            (float(h["learning_rate"]) for h in reversed(history) if "learning_rate" in h), None
+        ),
         "minutes": minutes,
         "final_loss": float(losses[-1]) if losses else float("nan"),
         "loss_history": [(h["step"], h["loss"]) for h in history if "loss" in h],
@@ -317,3 +352,16 @@ def train_lm(cfg: TrainConfig) -> dict[str, Any]:
     }
     (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=1))
     return summary
+
+
+def _cosine_lambda(warmup: int, horizon: int) -> Any:
+    """Linear warm-up to 1 over ``warmup`` steps, then cosine decay to 0 at ``horizon`` (the shape of
+    transformers' ``cosine`` schedule, with a horizon the time budget can move)."""
+
+    def lam(step: int) -> float:
+        if step < warmup:
+            return step / max(1, warmup)
+        progress = min(1.0, (step - warmup) / max(1, horizon - warmup))
+        return 0.5 * (1.0 + math.cos(math.pi * progress))
+
+    return lam

@@ -96,3 +96,24 @@ def test_bad_options_are_clear(evm_demos: Path, tmp_path: Path) -> None:
         train_lm(TrainConfig(data=str(evm_demos), out=str(tmp_path), size="huge"))
     with pytest.raises(FileNotFoundError, match="lynn collect"):
         train_lm(TrainConfig(data=str(tmp_path / "nothing"), out=str(tmp_path)))
+
+
+def test_a_run_cut_by_max_minutes_still_anneals(evm_demos: Path, tmp_path: Path) -> None:
+    """With a time budget far below the planned epochs, the cosine decay is fitted into the budget: the run
+    stops early and its learning rate has come down (it used to stop near the peak, never annealed)."""
+    peak = 3e-3
+    summary = train_lm(
+        TrainConfig(
+            data=str(evm_demos),
+            out=str(tmp_path / "cut"),
+            size="tiny",
+            epochs=400,
+            batch_size=2,
+            lr=peak,
+            max_minutes=0.25,
+            progress=False,
+            threads=1,
+        )
+    )
+    assert summary["steps"] < summary["planned_steps"] / 4  # cut by the clock
+    assert summary["final_lr"] is not None and summary["final_lr"] < 0.35 * peak, summary["final_lr"]
