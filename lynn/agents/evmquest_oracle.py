@@ -18,7 +18,10 @@ class EVMQuestOracle(Agent):
     """Answers each step with the reference script of the env's current task instance.
 
     Atomic tasks: one script. Composite tasks: one script per step in order, then
-    ``{"done": true}``. When the env asks for ``script_language="typescript"`` it writes
+    ``{"done": true}``. The oracle follows the env's ``info["outcome"]``: it moves to its next
+    script only after a sent transaction succeeded (``"tx_ok"``) or an answer was recorded
+    (``"answer"``); after a revert, a script error or a refused answer it sends the same script
+    again while the env allows attempts. When the env asks for ``script_language="typescript"`` it writes
     TypeScript/ethers v6 (:func:`lynn.envs.evmquest.typescript.ts_oracle_script`, atomic tasks).
 
     Args:
@@ -29,6 +32,18 @@ class EVMQuestOracle(Agent):
 
     def __init__(self, env: gym.Env | None = None, **kwargs: Any) -> None:
         super().__init__(env, **kwargs)
+        self._cursor = 0  # index of the next script of the current episode
+
+    def _advance(self, obs: Any, info: dict[str, Any]) -> int:
+        """The index of the script to send now, from the last step's outcome."""
+        step = int(obs["step"])
+        if step == 0:
+            self._cursor = 0
+        elif "outcome" not in info:  # no outcome to follow (e.g. a caller's own info): by step number
+            self._cursor = step
+        elif info["outcome"] in ("tx_ok", "answer"):
+            self._cursor += 1
+        return self._cursor
 
     def act(self, obs: Any, info: dict[str, Any]) -> str:
         from lynn.envs.evmquest.spec import oracle_steps
@@ -47,5 +62,5 @@ class EVMQuestOracle(Agent):
             scripts = [ts_oracle_script(instance.task_id, instance.params, names)]
         else:
             scripts = oracle_steps(instance, names, before)
-        index = int(obs["step"])
+        index = self._advance(obs, info)
         return scripts[index] if index < len(scripts) else json.dumps({"done": True})
