@@ -313,6 +313,14 @@ class ProcessWorker:
 
 
 # --- factories --------------------------------------------------------------------------------
+#: The folder ``lynn suite`` / ``make run`` trains its LM into on the first run (the same path as
+#: ``lynn.eval.suite_model.DEFAULT_DIR``; agents may not import ``eval/``, so it is repeated here and a
+#: test checks the two agree). :func:`lynn.bench.coordination_real.suite_pool` trains it if missing.
+SUITE_LM = "models/suite-lm"
+#: Workers that need a draft model.
+NEEDS_DRAFT = ("lm-draft", "lm-mars")
+
+
 def evmquest_pool(
     target: str | None = None,
     draft: str | None = None,
@@ -327,39 +335,51 @@ def evmquest_pool(
     """The real pool's Lynn workers, one process each.
 
     Args:
-        target: the in-repo target model folder (default ``$LYNN_LM_TARGET`` or ``models/lm-evm2``).
-        draft: its draft (default ``$LYNN_LM_DRAFT`` or ``models/draft-evm``).
+        target: the in-repo target model folder (default ``$LYNN_LM_TARGET``, else :data:`SUITE_LM`,
+            the LM ``lynn suite`` trains on its first run).
+        draft: its draft (default ``$LYNN_LM_DRAFT``); without one, ``lm-draft`` and ``lm-mars`` are
+            left out of the default pool (asking for them is an error).
         include: which of ``lm-target``, ``lm-draft``, ``lm-mars``, ``lm-sampler``, ``oracle`` (and
-            ``openai`` when ``llm_url`` is given) to build; default all.
+            ``openai`` when ``llm_url`` is given) to build; default all (those the models allow).
         oracle_failure: injected failure rate of the oracle worker.
         sampler_temperature: the sampler's temperature.
         llm_url, llm_model: an OpenAI-compatible endpoint and model name (adds worker ``openai``).
         extra: more :class:`WorkerSpec` field dicts (e.g. a second oracle with another failure rate).
         threads: torch threads per worker process.
+
+    Raises:
+        ValueError: for an unknown worker, a missing model folder (saying which command makes it), or
+            a draft-based worker without a draft.
     """
-    target = target or os.environ.get("LYNN_LM_TARGET", "models/lm-evm2")
-    draft = draft or os.environ.get("LYNN_LM_DRAFT", "models/draft-evm")
-    specs = {
-        "lm-target": WorkerSpec("lm-target", "lm", *PRICES["lm-target"], lm={"model": target}),
-        "lm-draft": WorkerSpec("lm-draft", "lm", *PRICES["lm-draft"], lm={"model": draft}),
-        "lm-mars": WorkerSpec(
-            "lm-mars",
-            "lm",
-            *PRICES["lm-mars"],
-            lm={"model": target, "speculative": "mars", "drafter": "draft", "draft": draft},
-        ),
-        "lm-sampler": WorkerSpec(
-            "lm-sampler",
-            "lm",
-            *PRICES["lm-sampler"],
-            lm={"model": target, "temperature": sampler_temperature},
-        ),
-        "oracle": None,
-    }
-    wanted = list(include) if include is not None else [*specs, *(["openai"] if llm_url else [])]
-    unknown = [w for w in wanted if w not in specs and w != "openai"]
+    target = target or os.environ.get("LYNN_LM_TARGET") or SUITE_LM
+    draft = draft or os.environ.get("LYNN_LM_DRAFT") or None
+    names = ["lm-target", "lm-draft", "lm-mars", "lm-sampler", "oracle"]
+    wanted = list(include) if include is not None else [*names, *(["openai"] if llm_url else [])]
+    unknown = [w for w in wanted if w not in names and w != "openai"]
     if unknown:
-        raise ValueError(f"unknown worker(s) {unknown}; choose from {[*specs, 'openai']}")
+        raise ValueError(f"unknown worker(s) {unknown}; choose from {[*names, 'openai']}")
+    if draft is None:
+        if include is None:
+            wanted = [w for w in wanted if w not in NEEDS_DRAFT]
+        elif any(w in NEEDS_DRAFT for w in wanted):
+            raise ValueError(
+                f"workers {[w for w in wanted if w in NEEDS_DRAFT]} need a draft model: pass draft=PATH "
+                f"(or $LYNN_LM_DRAFT; make one with `lynn train lm --role draft --teacher {target} ...`)"
+            )
+    if any(w.startswith("lm-") for w in wanted) and not Path(target).exists():
+        how = (
+            "`lynn suite` (or `make run`) trains it on its first run, or use the factory "
+            "'lynn.bench.coordination_real:suite_pool', which does the same"
+            if Path(target) == Path(SUITE_LM)
+            else "train one with `lynn train lm`"
+        )
+        raise ValueError(f"target model {target!r} does not exist: {how}; or pass target=PATH")
+    lm_settings: dict[str, dict[str, Any]] = {
+        "lm-target": {"model": target},
+        "lm-draft": {"model": draft},
+        "lm-mars": {"model": target, "speculative": "mars", "drafter": "draft", "draft": draft},
+        "lm-sampler": {"model": target, "temperature": sampler_temperature},
+    }
     out = []
     for name in wanted:
         if name == "oracle":
@@ -372,7 +392,7 @@ def evmquest_pool(
                 "openai", "openai", *PRICES["openai"], lm={"llm_url": llm_url, "model": llm_model}
             )
         else:
-            spec = specs[name]
+            spec = WorkerSpec(name, "lm", *PRICES[name], lm=lm_settings[name])
         spec.threads = threads
         out.append(ProcessWorker(spec))
     for fields_ in extra or []:

@@ -12,13 +12,16 @@ Routers: our LinUCB (with and without stage-1 screening), linear Thompson, MABWi
 (the best worker on each instance in hindsight). Regret is the gap to that oracle; "regret vs best
 single" is the gap in successes to the best single worker over the same stream.
 
-Run: ``.venv/bin/python benchmarks/bench_coordination_real.py --target PATH --draft PATH``.
+Run: ``lynn bench coordination_real [--target PATH --draft PATH]`` (or
+``benchmarks/bench_coordination_real.py``); without ``--target`` it uses the suite LM
+(:func:`suite_pool`: ``models/suite-lm``, trained on the first run).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -36,6 +39,38 @@ from lynn.bench.coordination import MABWiserLinUCB, VWCbExploreAdf
 from lynn.envs.coordination.coordination_env import CoordinationEnv
 from lynn.envs.coordination.workers_protocol import WorkerDied
 from lynn.errors import UsageError
+
+
+def suite_pool(
+    target: str | None = None,
+    lm_minutes: float = 15.0,
+    progress: bool = True,
+    **kwargs: Any,
+) -> list[Any]:
+    """The real pool's default workers on a fresh clone: the suite LM, trained on the first run.
+
+    The default ``workers`` factory of ``scenario="real-pool"``. The target is ``target``, else
+    ``$LYNN_LM_TARGET``, else the LM that ``lynn suite`` / ``make run`` puts on the leaderboard
+    (``models/suite-lm``), trained here by the suite's own helper
+    (:func:`lynn.eval.suite_model.ensure_suite_model`, collection then a ``lm_minutes`` budget) if
+    it is not there yet, and reused from then on. (This lives here rather than in
+    :mod:`lynn.agents.workers` because agents may not import ``eval/``.) Everything else goes to
+    :func:`lynn.agents.workers.evmquest_pool`; without a draft (``draft=`` or ``$LYNN_LM_DRAFT``)
+    the pool is ``lm-target``, ``lm-sampler`` and ``oracle-f30``.
+    """
+    from lynn.agents.workers import evmquest_pool
+
+    target = target or os.environ.get("LYNN_LM_TARGET")
+    if target is None:
+        from lynn.eval.suite_model import DEFAULT_DIR, ensure_suite_model
+
+        if not (DEFAULT_DIR / "config.json").exists():
+            print(
+                f"real-pool: no LM at {DEFAULT_DIR}; training the suite LM first (as `lynn suite` does, once)",
+                flush=True,
+            )
+        target = ensure_suite_model(DEFAULT_DIR, minutes=lm_minutes, progress=progress)
+    return evmquest_pool(target=target, **kwargs)
 
 
 class FixedWorker(Agent):
@@ -72,6 +107,7 @@ def scenario_kwargs(args: argparse.Namespace) -> dict[str, Any]:
             "draft": args.draft,
             "oracle_failure": args.oracle_failure,
             "include": tuple(args.workers.split(",")) if args.workers else None,
+            **({"llm_url": args.llm_url, "llm_model": args.llm_model} if args.llm_url else {}),
         },
         "cache": args.cache,
         "tasks_per_category": args.tasks_per_category,
@@ -190,12 +226,21 @@ def markdown(results: list[Result], seeds: int, steps: int, note: str = "") -> s
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--target", default="models/lm-evm2", help="the in-repo target model folder")
-    parser.add_argument("--draft", default="models/draft-evm", help="its draft model folder")
+    parser.add_argument(
+        "--target",
+        help="the target model folder (default $LYNN_LM_TARGET, else models/suite-lm, trained on first run)",
+    )
+    parser.add_argument(
+        "--draft", help="its draft model folder (default $LYNN_LM_DRAFT; without one: no lm-draft, lm-mars)"
+    )
     parser.add_argument(
         "--workers",
-        help="comma-separated subset of lm-target,lm-draft,lm-mars,lm-sampler,oracle (default all)",
+        help="comma-separated subset of lm-target,lm-draft,lm-mars,lm-sampler,oracle,openai (default all)",
     )
+    parser.add_argument(
+        "--llm-url", help="an OpenAI-compatible endpoint, http://HOST:PORT/v1 (worker openai)"
+    )
+    parser.add_argument("--llm-model", help="the endpoint's model name")
     parser.add_argument(
         "--oracle-failure", type=float, default=0.3, help="injected failure rate of the oracle"
     )
@@ -225,10 +270,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(args: argparse.Namespace) -> int:
     for p in (args.target, args.draft):
-        if not Path(p).exists():
+        if p is not None and not Path(p).exists():
             raise UsageError(
                 f"model folder {p!r} not found; pass --target/--draft (train with `lynn train lm`)"
             )
+    if args.llm_url and not args.llm_model:
+        raise UsageError("--llm-url needs --llm-model (the endpoint's model name)")
     if args.seeds < 1 or args.steps < 1 or args.votes < 1:
         raise UsageError("--seeds, --steps and --votes must be at least 1")
     kw = scenario_kwargs(args)

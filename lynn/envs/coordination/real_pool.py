@@ -24,6 +24,13 @@ generated tokens times the worker's price.
   ``{"kind": "join", "worker": V}`` adds V to an empty slot. A worker whose process dies for any
   other reason is detected by the heartbeat at the next step and reported the same way.
 
+* **Default workers** (``workers="lynn.bench.coordination_real:suite_pool"``, a string resolved at
+  run time, so this module imports neither agents nor the runner): on a fresh clone the first run
+  trains the LM that ``lynn suite`` trains (``models/suite-lm``, the suite's own helper; reused from
+  then on, ``$LYNN_LM_TARGET`` or ``worker_kwargs={"target": PATH}`` to use another) and builds
+  ``lm-target``, ``lm-sampler`` and ``oracle-f30`` over it (``lm-draft`` and ``lm-mars`` too when a
+  draft is given: ``worker_kwargs={"draft": PATH}`` or ``$LYNN_LM_DRAFT``).
+
 The pool keeps the simulated admission model (load +``load_per_call`` per call, decaying; a worker
 at ``overload`` refuses calls), because calls here are sequential and a real queue never builds up.
 """
@@ -77,7 +84,8 @@ class RealPool(Scenario):
     """Real EVMQuest atomic task instances routed to real workers (see the module docstring).
 
     Attributes:
-        workers: a ``"module:callable"`` factory returning a list of :class:`Worker`, or the list itself.
+        workers: a ``"module:callable"`` factory returning a list of :class:`Worker`, or the list
+            itself (default: the suite LM's pool, see the module docstring).
         worker_kwargs: keyword arguments of the factory (model paths, prices, failure rate, ...).
         categories: EVMQuest categories (subtask types); ``None``: all.
         tasks_per_category: tasks per category in the stream.
@@ -92,7 +100,7 @@ class RealPool(Scenario):
     description: ClassVar[str] = "real EVMQuest atomic tasks by category routed to real Lynn agents"
     real: ClassVar[bool] = True
 
-    workers: Any = "lynn.agents.workers:evmquest_pool"
+    workers: Any = "lynn.bench.coordination_real:suite_pool"
     worker_kwargs: dict[str, Any] = field(default_factory=dict)
     categories: tuple[str, ...] | None = None
     tasks_per_category: int = 1
