@@ -25,7 +25,7 @@ import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from lynn.agents.bandits import OracleRouter, ThompsonAgent
 from lynn.agents.linucb import LinUCBAgent
 from lynn.bench.coordination import MABWiserLinUCB, VWCbExploreAdf
 from lynn.envs.coordination.coordination_env import CoordinationEnv
+from lynn.envs.coordination.metrics import recovery_time
 from lynn.envs.coordination.workers_protocol import WorkerDied
 from lynn.errors import UsageError
 
@@ -110,6 +111,7 @@ def scenario_kwargs(args: argparse.Namespace) -> dict[str, Any]:
             **({"llm_url": args.llm_url, "llm_model": args.llm_model} if args.llm_url else {}),
         },
         "cache": args.cache,
+        "categories": tuple(args.categories.split(",")) if args.categories else None,
         "tasks_per_category": args.tasks_per_category,
         "stream_seeds": tuple(range(args.stream_seeds)),
     }
@@ -118,8 +120,11 @@ def scenario_kwargs(args: argparse.Namespace) -> dict[str, Any]:
     return kw
 
 
-def fill(env: CoordinationEnv, votes: int) -> tuple[float, int]:
-    """Run every worker on every calibration and stream instance (cached); return (seconds, new runs)."""
+def fill(env: CoordinationEnv, votes: int, threads: int | None = None) -> tuple[float, int]:
+    """Run every worker on every calibration and stream instance (cached); return (seconds, new runs).
+
+    ``threads`` workers run at once (default: all, each talking to its own process).
+    """
     sc = env.scenario
     cache = sc.result_cache
     refs = [
@@ -139,7 +144,7 @@ def fill(env: CoordinationEnv, votes: int) -> tuple[float, int]:
                 except WorkerDied:
                     return
 
-    with ThreadPoolExecutor(max_workers=len(sc.all_workers())) as pool:
+    with ThreadPoolExecutor(max_workers=threads or len(sc.all_workers())) as pool:
         list(pool.map(one, sc.all_workers()))
     return time.perf_counter() - start, cache.misses - before
 
@@ -153,6 +158,11 @@ class Result:
     regret: float
     regret_vs_single: float
     share: dict[str, float]
+    shock: int | None = None
+    pre: float | None = None
+    post: float | None = None
+    post_regret: float | None = None
+    recovery: list[int | None] = field(default_factory=list)
 
 
 def replay(
@@ -168,7 +178,15 @@ def replay(
     obs, info = env.reset(seed=seed)
     agent.reset(seed=seed)
     names = env.pool.names()
-    rows: dict[str, list] = {"r": [], "cost": [], "lat": [], "regret": [], "agent": [], "per_worker": []}
+    rows: dict[str, list] = {
+        "r": [],
+        "cost": [],
+        "lat": [],
+        "regret": [],
+        "agent": [],
+        "per_worker": [],
+        "events": [],
+    }
     for _ in range(steps):
         # What every worker would score on this instance (exact, from the cache): "best single" regret.
         per = env.scenario.expected(env.pool, env.task, votes)
@@ -181,6 +199,7 @@ def replay(
         rows["regret"].append(info["regret"])
         rows["agent"].append(info["agent"])
         rows["per_worker"].append(per)
+        rows["events"].append(list(info["events"]))
     misses = env.scenario.result_cache.misses
     close = getattr(agent, "close", None)
     if close is not None:
@@ -195,8 +214,9 @@ def summarise(name: str, runs: list[dict]) -> Result:
     cost = sum(float(np.sum(r["cost"])) for r in runs)
     single = [float(np.max(np.sum(r["per_worker"], axis=0)) - np.sum(r["r"])) for r in runs]
     agents = [a for r in runs for a in r["agent"]]
-    share = {n: agents.count(n) / len(agents) for n in dict.fromkeys(runs[0]["names"])}
-    return Result(
+    seen = dict.fromkeys([*runs[0]["names"], *(a for a in agents if a is not None)])
+    share = {n: agents.count(n) / len(agents) for n in seen}
+    out = Result(
         router=name,
         success=float(np.mean(succ)),
         cost_per_correct=cost / max(wins, 1.0),
@@ -205,23 +225,57 @@ def summarise(name: str, runs: list[dict]) -> Result:
         regret_vs_single=float(np.mean(single)),
         share=share,
     )
+    shock = shock_step(runs[0])
+    if shock is not None:
+        out.shock = shock
+        out.pre = float(np.mean([np.mean(r["r"][:shock]) for r in runs]))
+        out.post = float(np.mean([np.mean(r["r"][shock:]) for r in runs]))
+        out.post_regret = float(np.mean([np.sum(r["regret"][shock:]) for r in runs]))
+        out.recovery = [recovery_time(np.asarray(r["r"]), shock) for r in runs]
+    return out
+
+
+def shock_step(run: dict) -> int | None:
+    """The index of the first decision after the first shock event of a replayed stream, if any."""
+    for t, events in enumerate(run["events"]):
+        if any(e.startswith(("shock:", "join:", "unavailable:")) for e in events):
+            return t + 1
+    return None
+
+
+def _fmt_times(values: list[int | None]) -> str:
+    done = [v for v in values if v is not None]
+    median = f"{float(np.median(done)):g}" if done else "—"
+    return f"{median} ({len(done)}/{len(values)})"
 
 
 def markdown(results: list[Result], seeds: int, steps: int, note: str = "") -> str:
-    names = list(results[0].share)
+    names = list(dict.fromkeys(n for r in results for n in r.share))
+    shocked = any(r.shock is not None for r in results)
+    head = "| router | success | cost / correct | latency s | cum. regret vs per-instance best | regret vs best single worker |"
+    sep = "|---|---|---|---|---|---|"
+    if shocked:
+        head += (
+            " success pre → post shock | regret after the shock | recovery steps, median (recovered/seeds) |"
+        )
+        sep += "---|---|---|"
     out = [
         f"**real pool** ({seeds} seeds x {steps} decisions, replayed from the cache; {note})",
         "",
-        "| router | success | cost / correct | latency s | cum. regret vs per-instance best | regret vs best single worker | "
-        + " | ".join(f"share {n}" for n in names)
-        + " |",
-        "|---|---|---|---|---|---|" + "---|" * len(names),
+        head + " " + " | ".join(f"share {n}" for n in names) + " |",
+        sep + "---|" * len(names),
     ]
     for r in results:
-        out.append(
+        line = (
             f"| {r.router} | {r.success:.3f} | {r.cost_per_correct:.3f} | {r.latency_s:.2f} | {r.regret:.1f} | "
-            f"{r.regret_vs_single:.1f} | " + " | ".join(f"{r.share[n]:.2f}" for n in names) + " |"
+            f"{r.regret_vs_single:.1f} |"
         )
+        if shocked:
+            if r.shock is None:
+                line += " — | — | — |"
+            else:
+                line += f" {r.pre:.3f} → {r.post:.3f} | {r.post_regret:.1f} | {_fmt_times(r.recovery)} |"
+        out.append(line + " " + " | ".join(f"{r.share.get(n, 0.0):.2f}" for n in names) + " |")
     return "\n".join(out) + "\n"
 
 
@@ -245,6 +299,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--oracle-failure", type=float, default=0.3, help="injected failure rate of the oracle"
     )
     parser.add_argument("--cache", default="results/coordination/real_pool_cache.jsonl")
+    parser.add_argument("--categories", help="comma-separated EVMQuest categories (default all)")
     parser.add_argument("--tasks-per-category", type=int, default=1)
     parser.add_argument("--stream-seeds", type=int, default=3, help="instances per task in the stream")
     parser.add_argument("--seeds", type=int, default=5, help="seeded replayed streams per router")
@@ -258,6 +313,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--shock", help='one shock as JSON, e.g. \'{"step": 500, "kind": "kill", "worker": "oracle-f30"}\''
+    )
+    parser.add_argument(
+        "--routers", help="comma-separated substrings: only the routers whose name contains one"
+    )
+    parser.add_argument("--no-singles", action="store_true", help="leave out the single-worker rows")
+    parser.add_argument(
+        "--fill-threads", type=int, help="workers filling the cache at once (default: all of them)"
+    )
+    parser.add_argument(
+        "--standby",
+        action="store_true",
+        help="instead: the simulated standby-shock recovery on realised and on expected success",
     )
     parser.add_argument("--out", default="results/bench/coordination_real")
 
@@ -278,16 +345,19 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--llm-url needs --llm-model (the endpoint's model name)")
     if args.seeds < 1 or args.steps < 1 or args.votes < 1:
         raise UsageError("--seeds, --steps and --votes must be at least 1")
+    if args.standby:
+        return run_standby(args)
     kw = scenario_kwargs(args)
     env = CoordinationEnv(scenario="real-pool", scenario_kwargs=kw, votes=args.votes)
-    seconds, runs = fill(env, args.votes)
+    seconds, runs = fill(env, args.votes, args.fill_threads)
     env.reset(seed=0)
     env.close()
     print(f"fill: {runs} new executions in {seconds:.0f} s (cache {args.cache})", flush=True)
     n_slots = env.n_slots
-    routers = dict(ROUTERS)
-    for slot, name in enumerate(env.pool.names()):
-        routers[f"single: {name}"] = lambda e, s=slot: FixedWorker(e, s)
+    routers = pick(ROUTERS, args.routers)
+    if not args.no_singles:
+        for slot, name in enumerate(env.pool.names()):
+            routers[f"single: {name}"] = lambda e, s=slot: FixedWorker(e, s)
     results = []
     start = time.perf_counter()
     for name, make in routers.items():
@@ -317,5 +387,90 @@ def run(args: argparse.Namespace) -> int:
     )
     (out / "coordination_real.md").write_text(text)
     (out / "coordination_real.json").write_text(json.dumps([r.__dict__ for r in results], indent=1))
+    print(text)
+    return 0
+
+
+def pick(routers: dict[str, Callable[[gym.Env], Agent]], wanted: str | None) -> dict:
+    """The routers whose name contains one of the comma-separated ``wanted`` substrings (all if none)."""
+    if not wanted:
+        return dict(routers)
+    keys = [w.strip() for w in wanted.split(",") if w.strip()]
+    out = {k: v for k, v in routers.items() if any(w in k for w in keys)}
+    if not out:
+        raise UsageError(f"--routers {wanted!r} matches none of {list(routers)}")
+    return out
+
+
+# --- the simulated standby recovery, on realised and on expected success -----------------------
+def standby_stream(make: Callable[[gym.Env], Agent], seed: int, steps: int) -> dict[str, Any]:
+    """One ``standby-shock`` stream: per step the realised success (0/1) and the expected one.
+
+    The expected success is the hidden success probability of the chosen worker on that subtask
+    (``info["expected_success"]``: the env knows the rates, including load timeouts); it is the
+    same stream as the realised one, without the Bernoulli draw.
+    """
+    env = CoordinationEnv(scenario="standby-shock")
+    agent = make(env)
+    obs, info = env.reset(seed=seed)
+    agent.reset(seed=seed)
+    realised, expected = np.zeros(steps), np.zeros(steps)
+    for t in range(steps):
+        action = agent.act(obs, info)
+        obs, reward, terminated, truncated, info = env.step(action)
+        agent.observe(action, reward, obs, terminated, truncated, info)
+        realised[t], expected[t] = reward, info["expected_success"]
+    close = getattr(agent, "close", None)
+    if close is not None:
+        close()
+    shock = env.scenario.shock_at
+    env.close()
+    return {"realised": realised, "expected": expected, "shock": shock}
+
+
+STANDBY_ROUTERS = (
+    "linucb (ours)",
+    "linucb no-screening (ours)",
+    "thompson (ours)",
+    "mabwiser LinUCB α=1",
+    "vw cb_explore_adf squarecb",
+    "vw cb_explore_adf ε=0.05",
+    "oracle (privileged, best worker per instance)",
+)
+
+
+def run_standby(args: argparse.Namespace) -> int:
+    """Recovery steps on ``standby-shock`` measured on realised and on expected success, same streams."""
+    routers = pick({k: ROUTERS[k] for k in STANDBY_ROUTERS}, args.routers)
+    lines = [
+        f"**standby-shock recovery** ({args.seeds} seeds x {args.steps} steps; env seeds 0–{args.seeds - 1}, "
+        "the same streams for both measures)",
+        "",
+        "| router | success pre → post (realised) | recovery on realised success, median (recovered/seeds) | "
+        "expected success pre → post | recovery on expected success, median (recovered/seeds) | per seed (expected) |",
+        "|---|---|---|---|---|---|",
+    ]
+    summary = {}
+    for name, make in routers.items():
+        runs = [standby_stream(make, seed, args.steps) for seed in range(args.seeds)]
+        shock = runs[0]["shock"]
+        rec = {m: [recovery_time(r[m], shock) for r in runs] for m in ("realised", "expected")}
+        pre = {m: float(np.mean([r[m][:shock].mean() for r in runs])) for m in rec}
+        post = {m: float(np.mean([r[m][shock:].mean() for r in runs])) for m in rec}
+        summary[name] = {"recovery": rec, "pre": pre, "post": post}
+        per_seed = ", ".join("—" if v is None else str(v) for v in rec["expected"])
+        lines.append(
+            f"| {name} | {pre['realised']:.3f} → {post['realised']:.3f} | {_fmt_times(rec['realised'])} | "
+            f"{pre['expected']:.3f} → {post['expected']:.3f} | {_fmt_times(rec['expected'])} | {per_seed} |"
+        )
+        print(
+            f"  {name:44s} recovery realised {_fmt_times(rec['realised'])}, expected {_fmt_times(rec['expected'])}",
+            flush=True,
+        )
+    text = "\n".join(lines) + "\n"
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "standby_recovery.md").write_text(text)
+    (out / "standby_recovery.json").write_text(json.dumps(summary, indent=1))
     print(text)
     return 0
