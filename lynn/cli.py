@@ -154,6 +154,7 @@ def cmd_suite(args: argparse.Namespace) -> int:
     if not entries:
         raise UsageError("no registered env matches --env")
     lm_model: str | None = None
+    world: tuple[dict[str, Any], list[str]] | None = None
     for entry in entries:
         for agent in entry.suite_agents:
             agent_kwargs: dict[str, Any] = {}
@@ -169,15 +170,21 @@ def cmd_suite(args: argparse.Namespace) -> int:
                     if not Path(lm_model, "config.json").exists():
                         raise UsageError(f"--lm-model {lm_model}: no model there (config.json missing)")
                 agent_kwargs = {"model": lm_model}
+            env_kwargs, split, tasks = dict(entry.suite_kwargs), None, None
+            if entry.id == WORLD_MODEL_ID:  # model built from LiveWeb runs (see _suite_world_model)
+                world = world or _suite_world_model(args)
+                env_kwargs, tasks, split = dict(world[0]), list(world[1]), "test"
             evaluate(
                 EvalConfig(
                     env_id=entry.id,
                     agent=agent,
-                    episodes=args.episodes or entry.suite_episodes,
+                    episodes=(args.episodes or entry.suite_episodes) if tasks is None else 1,
                     seed=args.seed,
                     workers=args.workers,
                     out=args.out,
-                    env_kwargs=dict(entry.suite_kwargs),
+                    split=split,
+                    tasks=tasks,
+                    env_kwargs=env_kwargs,
                     agent_kwargs=agent_kwargs,
                     progress=not args.no_progress,
                 )
@@ -185,7 +192,68 @@ def cmd_suite(args: argparse.Namespace) -> int:
     rows, paths = write_leaderboard(args.out)
     _print_rows(rows)
     print(" ".join(f"{k}: {v}" for k, v in paths.items()))
+    if any(e.id == WORLD_MODEL_ID and e.suite_agents for e in entries):
+        _print_imagined_vs_real(args, next(e for e in entries if e.id == WORLD_MODEL_ID).suite_agents)
     return 0
+
+
+WORLD_MODEL_ID = "Lynn/WebWorldModel-v0"
+
+
+def _suite_world_model(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
+    """Model kwargs and test task ids for the suite's WebWorldModel rows: the instances of this results
+    tree's LiveWeb expert episodes (else every 6th test task, at most --episodes or 10), with a page-memory
+    world model and reward model built from LiveWeb transitions (lynn.envs.worldmodel.suite)."""
+    from lynn.envs.worldmodel.suite import ensure_suite_world_model
+    from lynn.eval.collect import CollectConfig, collect
+    from lynn.eval.runner import EvalConfig, list_tasks, read_records, run_dir
+    from lynn.eval.suite_model import DEFAULT_DIR as LM_DIR
+
+    live_cfg = EvalConfig("Lynn/LiveWeb-v0", agent="expert", out=args.out)
+    live = run_dir(live_cfg) / "episodes.jsonl"
+    tasks = (
+        list(dict.fromkeys(r["task_id"] for r in read_records(live) if r.get("task_id")))
+        if live.exists()
+        else []
+    )
+    if not tasks:
+        tasks = [t["task_id"] for t in list_tasks("Lynn/LiveWeb-v0", "test")][::6][: args.episodes or 10]
+
+    def run_collect(split: str, ids: Any, out: str, eps: float | None, max_steps: int) -> dict[str, Any]:
+        kw = {"epsilon": eps} if eps is not None else {}
+        return collect(
+            CollectConfig(
+                "Lynn/LiveWeb-v0",
+                split=split,
+                tasks=list(ids),
+                out=out,
+                agent_kwargs=kw,
+                max_steps=max_steps,
+                progress=not args.no_progress,
+                seed=7 if eps is not None else None,
+            )
+        )
+
+    train = [t["task_id"] for t in list_tasks("Lynn/LiveWeb-v0", "train")]
+    lm_data = LM_DIR.parent / f"{LM_DIR.name}-data"  # the suite LM's LiveWeb expert runs, when complete
+    reuse = [lm_data / "web"] if (lm_data / "collected.json").exists() else []
+    info = ensure_suite_world_model(tasks, train, run_collect, reuse=reuse)
+    print(
+        f"lynn suite: world model {info['model']} ({info['transitions']} transitions, built in "
+        f"{info['minutes']:.1f} min; page memory + nearest neighbour, logistic reward model)",
+        flush=True,
+    )
+    return {"model": info["model"], "reward_model": info["reward_model"]}, tasks
+
+
+def _print_imagined_vs_real(args: argparse.Namespace, agents: Any) -> None:
+    from lynn.envs.worldmodel.suite import DEFAULT_DIR, comparison_markdown, imagined_vs_real, real_outcomes
+
+    test_data = DEFAULT_DIR.parent / f"{DEFAULT_DIR.name}-data" / "test"
+    collected = real_outcomes(test_data) if test_data.exists() else None
+    table = comparison_markdown(imagined_vs_real(args.out, agents, collected))
+    Path(args.out, "imagined_vs_real.md").write_text(table)
+    print("Imagined (Lynn/WebWorldModel-v0) vs real (Lynn/LiveWeb-v0) success, same instances:\n" + table)
 
 
 # --- collect / train (LM data and models) -------------------------------------------------------

@@ -57,9 +57,9 @@ ENTRIES: list[EnvEntry] = [
         description="the LiveWeb tasks stepped by a learned web world model (DynaWeb Δ) and a reward model",
         max_episode_steps=30,
         nondeterministic=True,  # info["timings"] are wall-clock; an LM world model may sample
-        # Needs model=/reward_model= folders (`lynn train world-model`): not in the default suite run.
-        suite_agents=(),
-        suite_kwargs={"split": "test"},
+        # Needs model=/reward_model= folders: `lynn suite` builds a page-memory one from LiveWeb runs and
+        # evaluates the test instances of its LiveWeb rows (lynn.cli._suite_world_model).
+        suite_agents=("random", "expert"),
     ),
     EnvEntry(
         id="Lynn/EVMQuest-v0",

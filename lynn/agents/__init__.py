@@ -73,6 +73,12 @@ ENV_AGENTS: dict[str, dict[str, str]] = {
         "random": "lynn.agents.random_agent:RandomWebAgent",
         "random-text": "lynn.agents.random_agent:RandomAgent",
     },
+    # The imagined web has LiveWeb's spaces and task accessor (env.unwrapped.task, .urls): same agents.
+    "Lynn/WebWorldModel-v0": {
+        "expert": "lynn.agents.web_expert:WebExpert",
+        "random": "lynn.agents.random_agent:RandomWebAgent",
+        "random-text": "lynn.agents.random_agent:RandomAgent",
+    },
     "Lynn/Coordination-v0": {"oracle": "lynn.agents.bandits:OracleRouter"},
     "Lynn/EVMQuest-v0": {"oracle": "lynn.agents.evmquest_oracle:EVMQuestOracle"},
 }

@@ -14,8 +14,11 @@ with scikit-learn and saved as plain JSON weights (``reward.json``; no pickle).
   expert's final message (``modify``/``nav``: the change or the navigation never happened), and
   ``info`` episodes stopped with no answer (a truncated episode scores 0).
 
-These negatives follow the evaluator's rules rather than being re-scored live (ε-random runs were not
-collected here); the positives are real outcomes.
+- negatives, *real failures*: episodes that ended without reward 1 (``lynn collect --epsilon`` runs of the
+  expert, truncated at the horizon or answering wrongly), scored live by the LiveWeb evaluator.
+
+The corrupted and truncated negatives follow the evaluator's rules rather than being re-scored live; the
+positives and the real failures are real outcomes.
 
 ``self_assess`` (:class:`SelfAssessReward`) is the other option: the policy LM answers "Did the agent
 complete the goal? yes/no" about the final page (DynaWeb's self-assessment).
@@ -148,6 +151,16 @@ def reward_examples(
         if ans is not None:
             answers.setdefault(template_of(e[0]["task_id"]), set()).add(ans)
     out: list[tuple[dict[str, float], int, str]] = []
+    for e in episodes(rows):
+        # Real failures (ε-random or otherwise failed runs, scored by the LiveWeb evaluator): an episode
+        # that ended (stopped, or cut at the horizon) without reward 1.
+        if e and e[-1].get("reward", 0) < 1.0 and (e[-1].get("done") or e[-1].get("truncated")):
+            tid = e[0]["task_id"]
+            kind = kinds.get(template_of(tid), "info")
+            steps = [(r["obs"], r["action"]) for r in e]
+            ans, inf = answer_of(e[-1]["action"])
+            feats = features(e[0].get("goal", ""), kind, steps, e[-1]["next_obs"], ans, inf)
+            out.append((feats, 0, "real failure"))
     for e in eps:
         tid = e[0]["task_id"]
         kind = kinds.get(template_of(tid), "info")
