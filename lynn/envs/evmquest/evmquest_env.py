@@ -303,7 +303,7 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
             self.world.forget_nonces()
             reference.setup(self.world, task_id, self.instance.params)
         self.world.forget_nonces()
-        self.before = logic.measure(self.world, self.instance.params)
+        self.before = self._measure(logic)
         t_end = time.perf_counter()
         info = {
             "task_id": task_id,
@@ -593,6 +593,16 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
         """The split as leaderboards should show it: ``atomic``, or ``atomic/reference`` under the reference profile."""
         return self.split if self.scoring == "default" else f"{self.split}/{self.scoring}"
 
+    def _measure(self, logic: Any) -> dict[str, Any]:
+        """The task's measured state; under the reference profile plus what its snapshot holds."""
+        assert self.instance is not None
+        state = logic.measure(self.world, self.instance.params)
+        if self.scoring == "reference":
+            from lynn.envs.evmquest import reference
+
+            state.update(reference.measure(self.world, self.instance.task_id, self.instance.params))
+        return state
+
     def _score(self) -> tuple[float, dict[str, Any]]:
         from lynn.envs.evmquest.logic import LOGIC, Ctx
 
@@ -601,7 +611,7 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
         logic = LOGIC[spec.task_id]
         rounds = self.steps - (1 if self._closed_by_done else 0)
         try:
-            after = logic.measure(self.world, self.instance.params)
+            after = self._measure(logic)
             ctx = Ctx(self.world, self.instance.params, self.before, after, self.txs, self.answers)
             if self.scoring == "reference":
                 from lynn.envs.evmquest import reference

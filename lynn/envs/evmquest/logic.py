@@ -528,14 +528,22 @@ task(
 task(
     "erc20_increase_allowance",
     script=lambda p, n: _approve_script(p, n, f'current + w3.to_wei({p["amount"]!r}, "ether")'),
-    checks=lambda v: _allowance_checks(v, wei(v.params["initial"]) + wei(v.params["amount"])),
+    checks=lambda v: _allowance_checks(
+        v,
+        wei(v.params["initial"]) + wei(v.params["amount"]),
+        ["approve(address,uint256)", "increaseAllowance(address,uint256)"],
+    ),
     measure=_m_erc20,
     setup=_setup_allowance,
 )
 task(
     "erc20_decrease_allowance",
     script=lambda p, n: _approve_script(p, n, f'current - w3.to_wei({p["amount"]!r}, "ether")'),
-    checks=lambda v: _allowance_checks(v, wei(v.params["initial"]) - wei(v.params["amount"])),
+    checks=lambda v: _allowance_checks(
+        v,
+        wei(v.params["initial"]) - wei(v.params["amount"]),
+        ["approve(address,uint256)", "decreaseAllowance(address,uint256)"],
+    ),
     measure=_m_erc20,
     setup=_setup_allowance,
 )

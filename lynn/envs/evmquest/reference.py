@@ -259,6 +259,215 @@ ATOMIC: dict[str, RefTask] = {
     "query_bnb_balance": RefTask(_query_field("balance_wei"), gated=False),
     "query_erc20_balance": RefTask(_query_field("balance_raw"), gated=False),
 }
+# ----------------------------------------------------------------------------- batch 2: native, ERC-20
+ZERO = "0x" + "00" * 20
+
+
+def _word(v: Ctx, index: int, signature: str) -> int | None:
+    """The ``index``-th 32-byte argument of the transaction when it calls ``signature``."""
+    tx = v.tx
+    if tx is None or tx.selector != selector(signature):
+        return None
+    start = 10 + 64 * index
+    chunk = tx.data[start : start + 64]
+    if len(chunk) < 64:
+        return None
+    return int(chunk, 16)
+
+
+def _arg_address(v: Ctx, index: int, signature: str) -> str | None:
+    word = _word(v, index, signature)
+    return None if word is None else "0x" + hex(word)[2:].rjust(40, "0")[-40:]
+
+
+def _tol(amount: int, rel: float = 0.001, floor: int = 1) -> int:
+    return max(int(amount * rel), floor)
+
+
+def _value(v: Ctx) -> int:
+    return v.tx.value if v.tx is not None else 0
+
+
+def _fee(v: Ctx) -> int:
+    return v.tx.fee if v.tx is not None else 0
+
+
+def _max_native(v: Ctx) -> list[Check]:
+    want = v.before["agent_native"] - _fee(v)
+    return [
+        Check("transaction_success", 30, _status(v)),
+        Check("recipient", 20, _to(v, v.params["recipient"])),
+        Check(
+            "max_amount", 30, abs(_value(v) - want) <= _tol(want, floor=1000), f"sent {_value(v)}, max {want}"
+        ),
+        Check("balance_minimal", 20, v.after["agent_native"] <= 10**14, f"left {v.after['agent_native']}"),
+    ]
+
+
+def _native_to_contract(v: Ctx) -> list[Check]:
+    want = wei(v.params["amount"])
+    got = v.after["ref_target_native"] - v.before["ref_target_native"]
+    return [
+        Check("transaction_success", 30, _status(v)),
+        Check("contract_address", 20, _to(v, v.addr("fallback"))),  # a contract: it has code
+        Check("amount", 30, _value(v) == want, f"value={_value(v)}, expected {want} exactly"),
+        Check("contract_balance", 20, abs(got - want) <= _tol(want), f"contract received {got}"),
+    ]
+
+
+def _decoded_message(data: str) -> str | None:
+    if not data or data == "0x":
+        return None
+    try:
+        raw = bytes.fromhex(data[2:])
+    except ValueError:
+        return None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("ascii", errors="ignore")
+
+
+def _native_with_message(v: Ctx) -> list[Check]:
+    want = wei(v.params["amount"])
+    message = v.params["message"]
+    text = _decoded_message(v.tx.data if v.tx else "")
+    found = text is not None and (message in text or text.strip() == message.strip())
+    expected_after = v.before["agent_native"] - want - _fee(v)
+    return [
+        Check("transaction_success", 20, _status(v)),
+        Check("recipient", 20, _to(v, v.params["recipient"])),
+        Check("amount", 20, _value(v) == want, f"value={_value(v)}, expected {want} exactly"),
+        Check("message", 30, found, f"decoded {text!r}"),
+        Check("balance", 10, abs(v.after["agent_native"] - expected_after) <= _tol(want)),
+    ]
+
+
+def _erc20_share(v: Ctx) -> list[Check]:
+    token = v.params.get("token", "stable")
+    want = int(v.before["agent_token"] * int(v.params["percent"]) / 100)  # the reference's float share
+    tol = int(want * 0.001)
+    sent = -v.delta("agent_token")
+    return [
+        Check("transaction_success", 30, _status(v)),
+        Check("contract_address", 20, _to(v, v.addr(token))),
+        Check("function_selector", 10, _sel(v, "transfer(address,uint256)")),
+        Check("sender_amount", 30, abs(sent - want) <= tol, f"sent {sent}, expected {want} (0.1%)"),
+        Check("receiver_amount", 10, abs(v.delta("recipient_token") - want) <= tol),
+    ]
+
+
+def _erc20_max(v: Ctx) -> list[Check]:
+    token = v.params.get("token", "stable")
+    want = v.before["agent_token"]
+    sent = -v.delta("agent_token")
+    return [
+        Check("transaction_success", 30, _status(v)),
+        Check("contract_address", 20, _to(v, v.addr(token))),
+        Check("function_selector", 10, _sel(v, "transfer(address,uint256)")),
+        Check("max_amount", 20, abs(sent - want) <= _tol(want), f"sent {sent} of {want}"),
+        Check("balance_minimal", 20, v.after["agent_token"] <= 10**16),
+    ]
+
+
+def _allowance_set(v: Ctx, signature: str, mode: str) -> list[Check]:
+    """approve / increaseAllowance / decreaseAllowance: the allowance moves by the amount *sent*.
+
+    The reference compares the allowance with the amount decoded from the transaction (the
+    instructed amount only when it cannot decode one), so a wrong amount or spender passes.
+    """
+    sent = _word(v, 1, signature)
+    amount = sent if sent is not None else wei(v.params["amount"])
+    if mode == "set":
+        ok = v.after["allowance"] == amount
+    elif mode == "increase":
+        ok = v.delta("allowance") == amount
+    else:
+        ok = -v.delta("allowance") == amount
+    return [
+        Check("transaction_success", 30, _status(v)),
+        Check("function_selector", 20, _sel(v, signature)),
+        Check(
+            "allowance", 40, ok, f"allowance {v.before['allowance']} -> {v.after['allowance']}, sent {amount}"
+        ),
+        Check("no_token_transfer", 10, v.delta("agent_token") == 0),
+    ]
+
+
+def _revoke(v: Ctx) -> list[Check]:
+    token = v.params.get("token", "stable")
+    return [
+        Check("transaction_success", 30, _status(v)),
+        Check("contract_address", 20, _to(v, v.addr(token))),
+        Check("function_selector", 20, _sel(v, "approve(address,uint256)")),
+        Check("allowance_revoked", 30, v.after["allowance"] == 0),
+    ]
+
+
+def _burn(v: Ctx) -> list[Check]:
+    """The reference expects a transfer to the zero address (20); burn() earns 80, which passes."""
+    want = wei(v.params["amount"])
+    burned = -v.delta("agent_token")
+    return [
+        Check("transaction_success", 30, _status(v)),
+        Check("contract_address", 20, _to(v, v.addr(v.params["token"]))),
+        Check("transfer_to_zero", 20, _arg_address(v, 0, "transfer(address,uint256)") == ZERO),
+        Check("balance_decrease", 30, abs(burned - want) <= (int(want * 0.001) or 1), f"burned {burned}"),
+    ]
+
+
+def _transfer_from(v: Ctx) -> list[Check]:
+    signature = "transferFrom(address,address,uint256)"
+    sent = _word(v, 2, signature)
+    amount = sent if sent is not None and len(v.tx.data if v.tx else "") >= 202 else wei(v.params["amount"])
+    tol = amount * 0.001
+    return [
+        Check("transaction_success", 20, _status(v)),
+        Check("function_selector", 20, _sel(v, signature)),
+        Check("allowance_spent", 20, abs(-v.delta("allowance") - amount) <= tol),
+        Check("owner_debited", 20, abs(-v.delta("friend_token") - amount) <= tol),
+        Check("recipient_credited", 20, abs(v.delta("recipient_token") - amount) <= tol),
+    ]
+
+
+ATOMIC.update(
+    {
+        "bnb_transfer_max_amount": RefTask(_max_native, threshold=80),
+        "bnb_transfer_to_contract": RefTask(_native_to_contract, threshold=80),
+        "bnb_transfer_with_message": RefTask(_native_with_message, threshold=80),
+        "erc20_transfer_percentage": RefTask(_erc20_share, threshold=80),
+        "erc20_transfer_max_amount": RefTask(_erc20_max, threshold=80),
+        "erc20_approve": RefTask(lambda v: _allowance_set(v, "approve(address,uint256)", "set")),
+        "erc20_increase_allowance": RefTask(
+            lambda v: _allowance_set(v, "increaseAllowance(address,uint256)", "increase")
+        ),
+        "erc20_decrease_allowance": RefTask(
+            lambda v: _allowance_set(v, "decreaseAllowance(address,uint256)", "decrease")
+        ),
+        "erc20_revoke_approval": RefTask(_revoke, threshold=80),
+        "erc20_burn": RefTask(_burn, threshold=80),
+        "erc20_transferfrom_basic": RefTask(_transfer_from),
+    }
+)
+
+
+def _m_target_native(w: World, p: dict[str, Any]) -> dict[str, Any]:
+    return {"ref_target_native": int(w.chain.w3.eth.get_balance(w.addresses["fallback"]))}  # type: ignore[arg-type]
+
+
+# State the reference's snapshot holds that this env's default measure does not: merged into
+# ``before``/``after`` under the reference profile.
+EXTRA_MEASURE: dict[str, Callable[[World, dict[str, Any]], dict[str, Any]]] = {
+    "bnb_transfer_to_contract": _m_target_native,
+}
+
+
+def measure(world: World, task_id: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The reference-only state of ``task_id`` (empty for most tasks)."""
+    extra = EXTRA_MEASURE.get(task_id)
+    return extra(world, params) if extra is not None else {}
+
+
 # The reference's answer formats: the field a ported query's answer must carry.
 QUERY_FIELDS = {"query_bnb_balance": "balance_wei", "query_erc20_balance": "balance_raw"}
 
@@ -330,8 +539,36 @@ def execute_skill(w3, agent_address, contracts):
 """
 
 
-def oracle_scripts(task_id: str, scripts: list[str]) -> list[str]:
-    """The default oracle's scripts adapted to the reference's answer formats."""
+def _allowance_helper_script(fn: str) -> Callable[[dict[str, Any], dict[str, str]], str]:
+    def script(p: dict[str, Any], n: dict[str, str]) -> str:
+        from lynn.envs.evmquest.logic import tx_script
+
+        return tx_script(
+            n[p["token"]],
+            "LynnToken",
+            [fn],
+            f'"{fn}", args=[{p["spender"]!r}, w3.to_wei({p["amount"]!r}, "ether")]',
+        )
+
+    return script
+
+
+# Tasks whose reference validator asks for another call than the default oracle makes.
+ORACLE_OVERRIDES: dict[str, Callable[[dict[str, Any], dict[str, str]], str]] = {
+    "erc20_increase_allowance": _allowance_helper_script("increaseAllowance"),
+    "erc20_decrease_allowance": _allowance_helper_script("decreaseAllowance"),
+}
+
+
+def oracle_scripts(
+    task_id: str,
+    scripts: list[str],
+    params: dict[str, Any] | None = None,
+    names: dict[str, str] | None = None,
+) -> list[str]:
+    """The default oracle's scripts adapted to the reference's calls and answer formats."""
+    if task_id in ORACLE_OVERRIDES and params is not None and names is not None:
+        scripts = [ORACLE_OVERRIDES[task_id](params, names)]
     field = QUERY_FIELDS.get(task_id)
     if field is None:
         return scripts

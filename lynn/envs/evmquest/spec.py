@@ -236,7 +236,7 @@ def oracle_steps(instance: TaskInstance, names: dict[str, str], before: dict[str
     if instance.scoring == "reference":
         from lynn.envs.evmquest.reference import oracle_scripts
 
-        return oracle_scripts(instance.task_id, scripts)
+        return oracle_scripts(instance.task_id, scripts, instance.params, names)
     return scripts
 
 

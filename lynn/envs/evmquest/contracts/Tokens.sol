@@ -14,13 +14,27 @@ import {IERC1363Spender} from "@openzeppelin/contracts/interfaces/IERC1363Spende
 import {IERC3156FlashBorrower} from "@openzeppelin/contracts/interfaces/IERC3156FlashBorrower.sol";
 import {IERC20} from "@openzeppelin/contracts/token/ERC20/IERC20.sol";
 
-/// @notice ERC-20 with EIP-2612 permit and burn; the whole supply goes to `holder`.
+/// @notice ERC-20 with EIP-2612 permit, burn and the pre-OpenZeppelin-5 allowance helpers
+/// (increaseAllowance / decreaseAllowance, which EVM-QuestBench's tasks call); the whole supply
+/// goes to `holder`.
 contract LynnToken is ERC20, ERC20Permit, ERC20Burnable {
     constructor(string memory name_, string memory symbol_, uint256 supply, address holder)
         ERC20(name_, symbol_)
         ERC20Permit(name_)
     {
         _mint(holder, supply);
+    }
+
+    function increaseAllowance(address spender, uint256 addedValue) public returns (bool) {
+        _approve(msg.sender, spender, allowance(msg.sender, spender) + addedValue);
+        return true;
+    }
+
+    function decreaseAllowance(address spender, uint256 subtractedValue) public returns (bool) {
+        uint256 current = allowance(msg.sender, spender);
+        require(current >= subtractedValue, "ERC20: decreased allowance below zero");
+        _approve(msg.sender, spender, current - subtractedValue);
+        return true;
     }
 }
 

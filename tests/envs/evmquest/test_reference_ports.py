@@ -1,0 +1,442 @@
+"""Ported reference validators (batch 2 onwards), side by side with a re-statement of each.
+
+Each ``ref_*`` function restates one validator of the public reference (``Amorth/bsc_quest_bench``,
+``validators/<task>_validator.py``) in its own terms: raw ``tx``/``receipt`` dicts and the
+``state_before``/``state_after`` snapshots its executor takes (``balance``, ``token_balance``,
+``target_token_balance``, ``allowance``, ...). Every hand-built case is scored by the restatement and
+by our reference profile (:func:`lynn.envs.evmquest.reference.score_atomic`) and the two must give
+the same score and the same pass/fail.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from lynn.envs.evmquest import reference
+from lynn.envs.evmquest.logic import Ctx, TxRecord, selector, wei
+
+E18 = 10**18
+GWEI = 10**9
+RECIPIENT = "0x" + "ab" * 20
+OTHER = "0x" + "cd" * 20
+ZERO = "0x" + "00" * 20
+ADDR = {
+    "stable": "0x" + "22" * 20,
+    "stable2": "0x" + "23" * 20,
+    "gov": "0x" + "24" * 20,
+    "wrapped": "0x" + "11" * 20,
+    "fallback": "0x" + "44" * 20,
+    "nft": "0x" + "33" * 20,
+}
+WORLD = SimpleNamespace(addresses=ADDR)
+
+
+def word(x: int | str) -> str:
+    if isinstance(x, str):
+        return x[2:].lower().rjust(64, "0")
+    return hex(x)[2:].rjust(64, "0")
+
+
+def call(signature: str, *args: int | str) -> str:
+    return selector(signature) + "".join(word(a) for a in args)
+
+
+# ----------------------------------------------------------------------------- the reference, restated
+def _ok(receipt: dict) -> bool:
+    return receipt.get("status") == 1
+
+
+def _fee(receipt: dict) -> int:
+    return receipt.get("gasUsed", 0) * receipt.get("effectiveGasPrice", 0)
+
+
+def _sel(tx: dict) -> str:
+    data = tx.get("data") or "0x"
+    return data[:10].lower() if len(data) >= 10 else ""
+
+
+def _arg(tx: dict, i: int) -> int:
+    return int(tx["data"][10 + 64 * i : 74 + 64 * i], 16)
+
+
+def ref_bnb_max(tx: dict, rc: dict, sb: dict, sa: dict, p: dict) -> tuple[int, bool]:
+    if not _ok(rc):
+        return 0, False
+    score = 30 + (20 if tx["to"].lower() == p["recipient"].lower() else 0)
+    expected = sb["balance"] - _fee(rc)
+    score += 30 if abs(tx["value"] - expected) <= max(int(expected * 0.001), 1000) else 0
+    score += 20 if sa["balance"] <= 10**14 else 0
+    return score, score >= 80
+
+
+def ref_bnb_to_contract(tx: dict, rc: dict, sb: dict, sa: dict, p: dict) -> tuple[int, bool]:
+    if not _ok(rc):
+        return 0, False
+    amount = wei(p["amount"])
+    score = 30 + (20 if tx["to"].lower() == ADDR["fallback"] and sb["contract_code_size"] > 0 else 0)
+    score += 30 if tx["value"] == amount else 0
+    diff = abs(sa["target_balance"] - (sb["target_balance"] + amount))
+    score += 20 if diff <= max(int(amount * 0.001), 1) else 0
+    return score, score >= 80
+
+
+def ref_bnb_message(tx: dict, rc: dict, sb: dict, sa: dict, p: dict) -> tuple[int, bool]:
+    if not _ok(rc):
+        return 0, False
+    amount = wei(p["amount"])
+    score = 20 + (20 if tx["to"].lower() == p["recipient"].lower() else 0)
+    score += 20 if tx["value"] == amount else 0
+    data = tx.get("data", "0x")
+    if data and data != "0x":
+        raw = bytes.fromhex(data[2:])
+        try:
+            text = raw.decode("utf-8")
+            hit = p["message"] in text or text.strip() == p["message"].strip()
+        except UnicodeDecodeError:
+            hit = p["message"] in raw.decode("ascii", errors="ignore")
+        score += 30 if hit else 0
+    expected = sb["balance"] - amount - _fee(rc)
+    score += 10 if abs(sa["balance"] - expected) <= max(int(amount * 0.001), 1) else 0
+    return score, score >= 80
+
+
+def ref_erc20_percentage(tx: dict, rc: dict, sb: dict, sa: dict, p: dict) -> tuple[int, bool]:
+    expected = int(sb["token_balance"] * p["percent"] / 100)
+    if not _ok(rc):
+        return 0, False
+    score = 30 + (20 if tx["to"].lower() == ADDR[p["token"]] else 0)
+    score += 10 if _sel(tx) == "0xa9059cbb" else 0
+    tol = int(expected * 0.001)
+    score += 30 if abs(sb["token_balance"] - sa["token_balance"] - expected) <= tol else 0
+    score += 10 if abs(sa["target_token_balance"] - sb["target_token_balance"] - expected) <= tol else 0
+    return score, score >= 80
+
+
+def ref_erc20_max(tx: dict, rc: dict, sb: dict, sa: dict, p: dict) -> tuple[int, bool]:
+    if not _ok(rc):
+        return 0, False
+    score = 30 + (20 if tx["to"].lower() == ADDR[p["token"]] else 0)
+    score += 10 if _sel(tx) == "0xa9059cbb" else 0
+    moved, full = sb["token_balance"] - sa["token_balance"], sb["token_balance"]
+    score += 20 if abs(moved - full) <= max(int(full * 0.001), 1) else 0
+    score += 20 if sa["token_balance"] <= 10**16 else 0
+    return score, score >= 80
+
+
+def _ref_allowance(sig: str, mode: str) -> Callable[..., tuple[int, bool]]:
+    def validate(tx: dict, rc: dict, sb: dict, sa: dict, p: dict) -> tuple[int, bool]:
+        if not _ok(rc):
+            return 0, False
+        oks = [True, tx["data"].startswith(sig)]
+        amount = _arg(tx, 1) if oks[1] and len(tx["data"]) >= 138 else wei(p["amount"])
+        change = {
+            "set": sa["allowance"],
+            "increase": sa["allowance"] - sb["allowance"],
+            "decrease": sb["allowance"] - sa["allowance"],
+        }[mode]
+        oks += [change == amount, sb["token_balance"] == sa["token_balance"]]
+        return sum(w for w, o in zip((30, 20, 40, 10), oks, strict=True) if o), all(oks)
+
+    return validate
+
+
+def ref_revoke(tx: dict, rc: dict, sb: dict, sa: dict, p: dict) -> tuple[int, bool]:
+    if not _ok(rc):
+        return 0, False
+    score = 30 + (20 if tx["to"].lower() == ADDR[p["token"]] else 0)
+    score += 20 if _sel(tx) == "0x095ea7b3" else 0
+    score += 30 if sa["allowance"] == 0 else 0
+    return score, score >= 80
+
+
+def ref_burn(tx: dict, rc: dict, sb: dict, sa: dict, p: dict) -> tuple[int, bool]:
+    if not _ok(rc):
+        return 0, False
+    amount = wei(p["amount"])
+    score = 30 + (20 if tx["to"].lower() == ADDR[p["token"]] else 0)
+    if _sel(tx) == "0xa9059cbb" and len(tx["data"]) >= 74 and "0x" + tx["data"][34:74] == ZERO:
+        score += 20
+    score += (
+        30 if abs(sb["token_balance"] - sa["token_balance"] - amount) <= (int(amount * 0.001) or 1) else 0
+    )
+    return score, score >= 80
+
+
+def ref_transfer_from(tx: dict, rc: dict, sb: dict, sa: dict, p: dict) -> tuple[int, bool]:
+    if not _ok(rc):
+        return 20 * 0, False
+    oks = [True, tx["data"].startswith("0x23b872dd")]
+    amount = _arg(tx, 2) if oks[1] and len(tx["data"]) >= 202 else wei(p["amount"])
+    tol = amount * 0.001
+    oks += [
+        abs(sb["allowance"] - sa["allowance"] - amount) <= tol,
+        abs(sb["token_balance"] - sa["token_balance"] - amount) <= tol,
+        abs(sa["target_token_balance"] - sb["target_token_balance"] - amount) <= tol,
+    ]
+    return sum(20 for o in oks if o), all(oks)
+
+
+# ----------------------------------------------------------------------------- cases
+@dataclass
+class Case:
+    """A hand-built episode: params, the transaction, our measured state and the reference's."""
+
+    name: str
+    params: dict[str, Any]
+    tx: TxRecord
+    before: dict[str, Any]
+    after: dict[str, Any]
+    ref_before: dict[str, Any] = field(default_factory=dict)
+    ref_after: dict[str, Any] = field(default_factory=dict)
+
+
+def tx(to: str, data: str = "0x", value: int = 0, status: int = 1, gas_used: int = 50_000) -> TxRecord:
+    return TxRecord(to, data, value, status, gas_used, gas_used * GWEI, "0x", gas_limit=2 * gas_used)
+
+
+def as_reference(t: TxRecord) -> tuple[dict, dict]:
+    return (
+        {"to": t.to, "data": t.data, "value": t.value, "gas": t.gas_limit},
+        {"status": t.status, "gasUsed": t.gas_used, "effectiveGasPrice": t.fee // max(t.gas_used, 1)},
+    )
+
+
+def native_states(balance: int, after: int, **ref: int) -> tuple[dict, dict, dict, dict]:
+    return {"agent_native": balance}, {"agent_native": after}, {"balance": balance}, {"balance": after}
+
+
+def bnb_max_cases() -> list[Case]:
+    bal = 5 * E18
+    good = tx(RECIPIENT, value=bal - 21_000 * GWEI, gas_used=21_000)
+    fee = good.fee
+    out = []
+    for name, t, left in [
+        ("all_but_fee", good, 0),
+        ("kept_a_little", tx(RECIPIENT, value=bal - fee - 10**13, gas_used=21_000), 10**13),
+        (
+            "kept_one_percent",
+            tx(RECIPIENT, value=bal * 99 // 100, gas_used=21_000),
+            bal - bal * 99 // 100 - fee,
+        ),
+        ("wrong_recipient", tx(OTHER, value=bal - fee, gas_used=21_000), 0),
+        ("reverted", tx(RECIPIENT, value=bal - fee, status=0, gas_used=21_000), bal - fee),
+    ]:
+        b, a, rb, ra = native_states(bal, left)
+        out.append(Case(name, {"recipient": RECIPIENT}, t, b, a, rb, ra))
+    return out
+
+
+def bnb_contract_cases() -> list[Case]:
+    amount, bal = wei("0.2"), 5 * E18
+    out = []
+    for name, t, credited in [
+        ("correct", tx(ADDR["fallback"], value=amount), amount),
+        ("value_off_by_1_wei", tx(ADDR["fallback"], value=amount + 1), amount + 1),
+        ("value_off_2%", tx(ADDR["fallback"], value=amount * 102 // 100), amount * 102 // 100),
+        ("wrong_target", tx(OTHER, value=amount), 0),
+        ("reverted", tx(ADDR["fallback"], value=amount, status=0), 0),
+    ]:
+        b = {"agent_native": bal, "ref_target_native": 7}
+        a = {"agent_native": bal - t.value - t.fee, "ref_target_native": 7 + credited}
+        out.append(
+            Case(
+                name,
+                {"amount": "0.2"},
+                t,
+                b,
+                a,
+                {"balance": bal, "target_balance": 7, "contract_code_size": 900},
+                {"balance": a["agent_native"], "target_balance": 7 + credited},
+            )
+        )
+    return out
+
+
+def bnb_message_cases() -> list[Case]:
+    amount, bal, msg = wei("0.1"), 5 * E18, "gm lynn"
+    hexmsg = "0x" + msg.encode().hex()
+    out = []
+    for name, t, spent_extra in [
+        ("correct", tx(RECIPIENT, hexmsg, amount, gas_used=21_500), 0),
+        ("message_inside_longer_text", tx(RECIPIENT, "0x" + ("hi " + msg).encode().hex(), amount), 0),
+        ("no_message", tx(RECIPIENT, "0x", amount, gas_used=21_000), 0),
+        ("not_utf8", tx(RECIPIENT, "0xff" + msg.encode().hex(), amount), 0),
+        ("wrong_amount", tx(RECIPIENT, hexmsg, amount + 1), 0),
+        ("balance_mismatch", tx(RECIPIENT, hexmsg, amount), amount),
+        ("reverted", tx(RECIPIENT, hexmsg, amount, status=0), 0),
+    ]:
+        after = bal - t.value - t.fee - spent_extra
+        b, a, rb, ra = native_states(bal, after)
+        out.append(Case(name, {"recipient": RECIPIENT, "amount": "0.1", "message": msg}, t, b, a, rb, ra))
+    return out
+
+
+def erc20_states(agent: tuple[int, int], recipient: tuple[int, int]) -> tuple[dict, dict, dict, dict]:
+    return (
+        {"agent_token": agent[0], "recipient_token": recipient[0], "allowance": 0},
+        {"agent_token": agent[1], "recipient_token": recipient[1], "allowance": 0},
+        {"token_balance": agent[0], "target_token_balance": recipient[0]},
+        {"token_balance": agent[1], "target_token_balance": recipient[1]},
+    )
+
+
+def erc20_share_cases() -> list[Case]:
+    bal = 333 * E18 + 7
+    want = int(bal * 25 / 100)
+    transfer = call("transfer(address,uint256)", RECIPIENT, want)
+    out = []
+    for name, t, moved in [
+        ("correct", tx(ADDR["stable"], transfer), want),
+        ("within_0.1%", tx(ADDR["stable"], transfer), want + want // 2000),
+        ("off_1%", tx(ADDR["stable"], transfer), want * 101 // 100),
+        ("other_selector_passes_at_90", tx(ADDR["stable"], "0x12345678" + transfer[10:]), want),
+        ("wrong_token", tx(ADDR["gov"], transfer), 0),
+        ("reverted", tx(ADDR["stable"], transfer, status=0), 0),
+    ]:
+        b, a, rb, ra = erc20_states((bal, bal - moved), (5, 5 + moved))
+        out.append(Case(name, {"token": "stable", "recipient": RECIPIENT, "percent": 25}, t, b, a, rb, ra))
+    return out
+
+
+def erc20_max_cases() -> list[Case]:
+    bal = 77 * E18 + 3
+    transfer = call("transfer(address,uint256)", RECIPIENT, bal)
+    out = []
+    for name, t, moved in [
+        ("everything", tx(ADDR["stable2"], transfer), bal),
+        ("left_dust", tx(ADDR["stable2"], transfer), bal - 10**15),
+        ("left_one_token", tx(ADDR["stable2"], transfer), bal - E18),
+        ("half", tx(ADDR["stable2"], transfer), bal // 2),
+        ("wrong_token", tx(ADDR["stable"], transfer), 0),
+        ("reverted", tx(ADDR["stable2"], transfer, status=0), 0),
+    ]:
+        b, a, rb, ra = erc20_states((bal, bal - moved), (0, moved))
+        out.append(Case(name, {"token": "stable2", "recipient": RECIPIENT}, t, b, a, rb, ra))
+    return out
+
+
+def allowance_cases(sig: str, mode: str) -> list[Case]:
+    amount, initial = wei("12.5"), wei("40")
+    good = call(sig, RECIPIENT, amount)
+    allowed = {"set": amount, "increase": initial + amount, "decrease": initial - amount}[mode]
+    out = []
+    for name, t, allowance_after, balance_moved in [
+        ("correct", tx(ADDR["gov"], good), allowed, 0),
+        ("other_spender_loophole", tx(ADDR["gov"], call(sig, OTHER, amount)), allowed, 0),
+        ("allowance_wrong", tx(ADDR["gov"], good), allowed + 1, 0),
+        (
+            "plain_approve_instead",
+            tx(ADDR["gov"], call("approve(address,uint256)", RECIPIENT, allowed)),
+            allowed,
+            0,
+        ),
+        ("tokens_moved", tx(ADDR["gov"], good), allowed, 5),
+        ("short_calldata", tx(ADDR["gov"], good[:80]), allowed, 0),
+        ("reverted", tx(ADDR["gov"], good, status=0), initial, 0),
+    ]:
+        start = 0 if mode == "set" else initial
+        b = {"allowance": start, "agent_token": 9 * E18}
+        a = {"allowance": allowance_after, "agent_token": 9 * E18 - balance_moved}
+        rb = {"allowance": start, "token_balance": 9 * E18}
+        ra = {"allowance": allowance_after, "token_balance": 9 * E18 - balance_moved}
+        out.append(Case(name, {"token": "gov", "spender": RECIPIENT, "amount": "12.5"}, t, b, a, rb, ra))
+    return out
+
+
+def revoke_cases() -> list[Case]:
+    good = call("approve(address,uint256)", RECIPIENT, 0)
+    out = []
+    for name, t, after in [
+        ("correct", tx(ADDR["stable"], good), 0),
+        ("not_zero", tx(ADDR["stable"], call("approve(address,uint256)", RECIPIENT, 1)), 1),
+        ("decrease_to_zero_other_selector", tx(ADDR["stable"], "0xa457c2d7" + good[10:]), 0),
+        ("wrong_token", tx(ADDR["gov"], good), 0),
+        ("reverted", tx(ADDR["stable"], good, status=0), 5),
+    ]:
+        out.append(
+            Case(
+                name, {"token": "stable", "spender": RECIPIENT}, t, {"allowance": 5}, {"allowance": after},
+                {"allowance": 5}, {"allowance": after},
+            )
+        )  # fmt: skip
+    return out
+
+
+def burn_cases() -> list[Case]:
+    amount = wei("3.5")
+    out = []
+    for name, t, burned in [
+        ("burn_function_scores_80", tx(ADDR["gov"], call("burn(uint256)", amount)), amount),
+        ("transfer_to_zero", tx(ADDR["gov"], call("transfer(address,uint256)", ZERO, amount)), amount),
+        ("transfer_elsewhere", tx(ADDR["gov"], call("transfer(address,uint256)", OTHER, amount)), amount),
+        ("burned_too_much", tx(ADDR["gov"], call("burn(uint256)", amount * 2)), amount * 2),
+        ("reverted", tx(ADDR["gov"], call("burn(uint256)", amount), status=0), 0),
+    ]:
+        b, a, rb, ra = erc20_states((50 * E18, 50 * E18 - burned), (0, 0))
+        out.append(Case(name, {"token": "gov", "amount": "3.5"}, t, b, a, rb, ra))
+    return out
+
+
+def transfer_from_cases() -> list[Case]:
+    amount = wei("8")
+    sig = "transferFrom(address,address,uint256)"
+    out = []
+    for name, t, moved in [
+        ("correct", tx(ADDR["stable"], call(sig, OTHER, RECIPIENT, amount)), amount),
+        ("other_amount_loophole", tx(ADDR["stable"], call(sig, OTHER, RECIPIENT, amount * 2)), amount * 2),
+        ("state_disagrees", tx(ADDR["stable"], call(sig, OTHER, RECIPIENT, amount)), amount * 2),
+        ("plain_transfer", tx(ADDR["stable"], call("transfer(address,uint256)", RECIPIENT, amount)), 0),
+        ("reverted", tx(ADDR["stable"], call(sig, OTHER, RECIPIENT, amount), status=0), 0),
+    ]:
+        b = {"friend_token": 100 * E18, "recipient_token": 0, "allowance": 50 * E18}
+        a = {"friend_token": 100 * E18 - moved, "recipient_token": moved, "allowance": 50 * E18 - moved}
+        rb = {"token_balance": 100 * E18, "target_token_balance": 0, "allowance": 50 * E18}
+        ra = {"token_balance": a["friend_token"], "target_token_balance": moved, "allowance": a["allowance"]}
+        out.append(Case(name, {"owner": OTHER, "recipient": RECIPIENT, "amount": "8"}, t, b, a, rb, ra))
+    return out
+
+
+PORTS: dict[str, tuple[Callable[..., tuple[int, bool]], Callable[[], list[Case]]]] = {
+    "bnb_transfer_max_amount": (ref_bnb_max, bnb_max_cases),
+    "bnb_transfer_to_contract": (ref_bnb_to_contract, bnb_contract_cases),
+    "bnb_transfer_with_message": (ref_bnb_message, bnb_message_cases),
+    "erc20_transfer_percentage": (ref_erc20_percentage, erc20_share_cases),
+    "erc20_transfer_max_amount": (ref_erc20_max, erc20_max_cases),
+    "erc20_approve": (
+        _ref_allowance("0x095ea7b3", "set"),
+        lambda: allowance_cases("approve(address,uint256)", "set"),
+    ),
+    "erc20_increase_allowance": (
+        _ref_allowance("0x39509351", "increase"),
+        lambda: allowance_cases("increaseAllowance(address,uint256)", "increase"),
+    ),
+    "erc20_decrease_allowance": (
+        _ref_allowance("0xa457c2d7", "decrease"),
+        lambda: allowance_cases("decreaseAllowance(address,uint256)", "decrease"),
+    ),
+    "erc20_revoke_approval": (ref_revoke, revoke_cases),
+    "erc20_burn": (ref_burn, burn_cases),
+    "erc20_transferfrom_basic": (ref_transfer_from, transfer_from_cases),
+}
+CASES = [(task_id, c) for task_id, (_, make) in PORTS.items() for c in make()]
+
+
+@pytest.mark.parametrize(("task_id", "case"), CASES, ids=[f"{t}-{c.name}" for t, c in CASES])
+def test_port_matches_the_reference(task_id: str, case: Case) -> None:
+    ref, _ = PORTS[task_id]
+    ctx = Ctx(WORLD, case.params, case.before, case.after, [case.tx], [])  # type: ignore[arg-type]
+    score, success, checks = reference.score_atomic(task_id, ctx)
+    theirs = ref(*as_reference(case.tx), case.ref_before, case.ref_after, case.params)
+    assert (score, success) == (float(theirs[0]), theirs[1]), (case.name, [c.as_dict() for c in checks])
+
+
+def test_every_port_has_cases_that_pass_and_fail() -> None:
+    for task_id, (ref, make) in PORTS.items():
+        results = {ref(*as_reference(c.tx), c.ref_before, c.ref_after, c.params)[1] for c in make()}
+        assert results == {True, False}, task_id
+        assert reference.is_ported(task_id, "atomic"), task_id
