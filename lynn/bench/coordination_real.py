@@ -163,6 +163,7 @@ class Result:
     post: float | None = None
     post_regret: float | None = None
     recovery: list[int | None] = field(default_factory=list)
+    adoption: list[int | None] = field(default_factory=list)
 
 
 def replay(
@@ -214,7 +215,8 @@ def summarise(name: str, runs: list[dict]) -> Result:
     cost = sum(float(np.sum(r["cost"])) for r in runs)
     single = [float(np.max(np.sum(r["per_worker"], axis=0)) - np.sum(r["r"])) for r in runs]
     agents = [a for r in runs for a in r["agent"]]
-    seen = dict.fromkeys([*runs[0]["names"], *(a for a in agents if a is not None)])
+    # Every worker that held a slot (an empty slot's placeholder name "-" is not one).
+    seen = dict.fromkeys(n for n in [*runs[0]["names"], *agents] if n is not None and n != "-")
     share = {n: agents.count(n) / len(agents) for n in seen}
     out = Result(
         router=name,
@@ -232,7 +234,28 @@ def summarise(name: str, runs: list[dict]) -> Result:
         out.post = float(np.mean([np.mean(r["r"][shock:]) for r in runs]))
         out.post_regret = float(np.mean([np.sum(r["regret"][shock:]) for r in runs]))
         out.recovery = [recovery_time(np.asarray(r["r"]), shock) for r in runs]
+        joiner = joined(runs[0])
+        if joiner is not None:
+            out.adoption = [adoption_time(r["agent"], shock, joiner) for r in runs]
     return out
+
+
+def joined(run: dict) -> str | None:
+    """The worker a ``join`` event of the stream added, if any."""
+    for events in run["events"]:
+        for e in events:
+            if e.startswith("join: "):
+                return e.removeprefix("join: ").split(" (slot")[0]
+    return None
+
+
+def adoption_time(chosen: list, shock: int, worker: str, window: int = 50, share: float = 0.5) -> int | None:
+    """Steps after ``shock`` until ``worker`` gets at least ``share`` of the next ``window`` decisions."""
+    used = np.array([a == worker for a in chosen[shock:]], dtype=float)
+    for t in range(len(used) - window + 1):
+        if used[t : t + window].mean() >= share:
+            return t
+    return None
 
 
 def shock_step(run: dict) -> int | None:
@@ -257,8 +280,9 @@ def markdown(results: list[Result], seeds: int, steps: int, note: str = "") -> s
     if shocked:
         head += (
             " success pre → post shock | regret after the shock | recovery steps, median (recovered/seeds) |"
+            " steps to give a joiner half the work |"
         )
-        sep += "---|---|---|"
+        sep += "---|---|---|---|"
     out = [
         f"**real pool** ({seeds} seeds x {steps} decisions, replayed from the cache; {note})",
         "",
@@ -272,9 +296,10 @@ def markdown(results: list[Result], seeds: int, steps: int, note: str = "") -> s
         )
         if shocked:
             if r.shock is None:
-                line += " — | — | — |"
+                line += " — | — | — | — |"
             else:
-                line += f" {r.pre:.3f} → {r.post:.3f} | {r.post_regret:.1f} | {_fmt_times(r.recovery)} |"
+                adopt = _fmt_times(r.adoption) if r.adoption else "—"
+                line += f" {r.pre:.3f} → {r.post:.3f} | {r.post_regret:.1f} | {_fmt_times(r.recovery)} | {adopt} |"
         out.append(line + " " + " | ".join(f"{r.share.get(n, 0.0):.2f}" for n in names) + " |")
     return "\n".join(out) + "\n"
 
