@@ -730,6 +730,12 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
         spec = LOGIC[self.instance.task_id].answer
         if spec is None:
             return None
+        if self.scoring == "reference" and self.instance.spec.split == "atomic":
+            from lynn.envs.evmquest.reference import QUERY_FIELDS
+
+            if self.instance.task_id in QUERY_FIELDS:  # the reference's own answer format
+                names = ", ".join(repr(f) for f in QUERY_FIELDS[self.instance.task_id])
+                return f"a JSON object with the fields {names} (integers as decimal strings)"
         text = spec.render()
         for key, value in {**self.names, **self.instance.display}.items():
             text = text.replace("{" + key + "}", value)

@@ -22,6 +22,7 @@ comparable with published numbers (each is listed in :data:`LOOPHOLES` and in
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -88,6 +89,7 @@ class RefTask:
     checks: Callable[[Ctx], list[Check]]
     threshold: int | None = None  # None: every check must pass
     gated: bool = True  # a failed transaction ends validation with score 0
+    query: RefQuery | None = None  # a query validator (its own scoring, see :func:`_score_query`)
 
 
 def _gas_limit(v: Ctx) -> int:
@@ -451,6 +453,248 @@ ATOMIC.update(
 )
 
 
+# ----------------------------------------------------------------------------- batch 3: queries
+def _answer_data(v: Ctx) -> tuple[bool, dict[str, Any]]:
+    """(query succeeded, its data) as the reference sees them: the last answer, a dict or nothing."""
+    if not v.answers:
+        return False, {}
+    answer = v.answers[-1]
+    return True, answer if isinstance(answer, dict) else {}
+
+
+def _as_int(raw: Any) -> int | None:
+    """The reference's ``int(x)``: decimal strings and numbers (no hex), ``None`` where it raises."""
+    try:
+        return int(raw)
+    except (TypeError, ValueError):
+        return None
+
+
+def _graded(got: int | None, want: int, within_pct: float, slope_pct: float, weight: int) -> int:
+    """Full weight within ``within_pct`` %, then linear down to 0 at ``slope_pct`` % off."""
+    if got is None:
+        return 0
+    diff = abs(got - want) / want * 100 if want > 0 else (0 if got == 0 else 100)
+    if diff <= within_pct:
+        return weight
+    return max(0, int(weight * (1 - diff / slope_pct)))
+
+
+@dataclass(frozen=True)
+class RefQuery:
+    """A reference query validator: success / fields / value weights, scored by ``value``."""
+
+    weights: tuple[int, int, int]
+    fields: tuple[str, ...]
+    value: Callable[[Ctx, dict[str, Any]], int]  # the points the value check earns
+    early_exit: bool = False  # a missing field ends validation (and the task fails)
+    pass_rule: str = "score60"  # "score60": score >= 60; "all": every check; "value": the value check
+
+
+def _score_query(q: RefQuery, v: Ctx) -> tuple[float, bool, list[Check]]:
+    ok, data = _answer_data(v)
+    w_ok, w_fields, w_value = q.weights
+    has = all(f in data for f in q.fields)
+    checks = [
+        Check("query_success", w_ok, ok),
+        Check("format", w_fields, ok and has, f"fields {list(q.fields)}"),
+    ]
+    if not ok or (q.early_exit and not has):
+        return float(sum(c.weight for c in checks if c.passed)), False, checks
+    points = q.value(v, data)
+    checks.append(Check("value", w_value, points == w_value, f"{max(points, 0)} of {w_value} points"))
+    score = float(w_ok + (w_fields if has else 0) + max(points, 0))
+    if points < 0:  # the reference stops here and fails the task
+        return score, False, checks
+    if q.pass_rule == "all":
+        success = all(c.passed for c in checks)
+    elif q.pass_rule == "value":
+        success = points > 0
+    else:
+        success = score >= 60
+    return score, success, checks
+
+
+def _truth(v: Ctx) -> Any:
+    return v.before["truth"]
+
+
+def _as_int_or_hex(raw: Any) -> int | None:
+    if isinstance(raw, str) and raw.startswith("0x"):
+        try:
+            return int(raw, 16)
+        except ValueError:
+            return None
+    return _as_int(raw)
+
+
+def _exact_int(field: str, weight: int, hex_ok: bool = False) -> Callable[[Ctx, dict[str, Any]], int]:
+    parse = _as_int_or_hex if hex_ok else _as_int
+    return lambda v, d: weight if parse(d.get(field, 0)) == _truth(v) else 0
+
+
+def _pair_reserves(v: Ctx, d: dict[str, Any]) -> int:
+    r0, r1, ts = v.before["ref_reserves"]
+    got = []
+    for key in ("reserve0", "reserve1", "blockTimestampLast"):
+        raw = d.get(key, "0")
+        if isinstance(raw, str):
+            try:
+                raw = int(raw)
+            except ValueError:
+                return -1  # the reference returns with the format points only: a failed task
+        got.append(raw)
+    if got == [r0, r1, ts]:
+        return 40
+
+    def close(x: Any, want: int) -> bool:
+        return abs(x - want) / max(want, 1) < 0.01 if want > 0 else x == 0
+
+    try:
+        return 35 if close(got[0], r0) and close(got[1], r1) else 0
+    except TypeError:
+        return 0
+
+
+def _amounts(d: dict[str, Any]) -> list[Any] | None:
+    raw = d.get("amounts", [])
+    try:
+        if isinstance(raw, str):
+            raw = json.loads(raw)
+        return [int(a) if isinstance(a, str) else a for a in raw]
+    except (ValueError, TypeError):
+        return None
+
+
+def _swap_output(v: Ctx, d: dict[str, Any]) -> int:
+    want = v.before["ref_amounts"]
+    got = _amounts(d)
+    if got is None or len(got) != len(want) or not want:
+        return -1
+    try:
+        if got[-1] == want[-1]:
+            return 40
+        return 35 if abs(got[-1] - want[-1]) / max(want[-1], 1) < 0.01 else -1
+    except TypeError:
+        return -1
+
+
+def _swap_input(v: Ctx, d: dict[str, Any]) -> int:
+    want = v.before["ref_amounts"]
+    raw = d.get("amounts", [])
+    try:
+        if isinstance(raw, list) and len(raw) >= 2:
+            got_in, got_out = int(raw[0]), int(raw[-1])
+        else:
+            got_in, got_out = int(d.get("amount_in", 0)), int(d.get("amount_out", 0))
+    except (TypeError, ValueError):
+        return 0
+    want_in, want_out = int(want[0]), int(want[-1])
+    d_in = abs(got_in - want_in) / want_in * 100 if want_in > 0 else 0
+    d_out = abs(got_out - want_out) / want_out * 100 if want_out > 0 else 0
+    if d_in <= 1 and d_out <= 1:
+        return 40
+    return max(0, int(40 * (1 - min(d_in, d_out) / 10)))
+
+
+def _metadata(v: Ctx, d: dict[str, Any]) -> int:
+    truth = _truth(v)
+    points = (15 if d.get("name", "") == truth["name"] else 0) + (
+        15 if d.get("symbol", "") == truth["symbol"] else 0
+    )
+    return points + (20 if _as_int(d.get("decimals", 0)) == truth["decimals"] else 0)
+
+
+def _owner(v: Ctx, d: dict[str, Any]) -> int:
+    got = d.get("owner", "")
+    return 30 if isinstance(got, str) and got.lower() == str(_truth(v)).lower() else 0
+
+
+def _token_uri(v: Ctx, d: dict[str, Any]) -> int:
+    got = d.get("tokenURI", "")
+    return 30 if isinstance(got, str) and got and got == _truth(v) else 0
+
+
+def _block_number(v: Ctx, d: dict[str, Any]) -> int:
+    got = _as_int(d.get("block_number", 0))
+    if got is None or got <= 0:
+        return 0
+    return 0 if _truth(v) > 0 and abs(got - _truth(v)) > 100 else 25
+
+
+def _gas_price(v: Ctx, d: dict[str, Any]) -> int:
+    fee, tip = _as_int(d.get("maxFeePerGas", "0")), _as_int(d.get("maxPriorityFeePerGas", "0"))
+    if fee is None or tip is None:
+        return 0
+    return 30 if fee > 0 and tip >= 0 and fee >= tip else 0
+
+
+def _nonce(v: Ctx, d: dict[str, Any]) -> int:
+    got = _as_int(d.get("nonce", -1))
+    return 30 if got is not None and got >= 0 else 0  # any non-negative count passes (the reference's rule)
+
+
+QUERIES: dict[str, RefQuery] = {
+    "query_erc20_allowance": RefQuery(
+        (30, 30, 40),
+        ("allowance_raw",),
+        _exact_int("allowance_raw", 40, hex_ok=True),
+        early_exit=True,
+        pass_rule="all",
+    ),
+    "query_pair_reserves": RefQuery(
+        (30, 30, 40), ("reserve0", "reserve1", "blockTimestampLast"), _pair_reserves, True, "value"
+    ),
+    "query_swap_output_amount": RefQuery((30, 30, 40), ("amounts",), _swap_output, True, "value"),
+    "query_swap_input_amount": RefQuery((30, 30, 40), ("amounts", "amount_in", "amount_out"), _swap_input),
+    "query_staked_amount": RefQuery(
+        (30, 30, 40),
+        ("staked_amount", "deposit_time"),
+        lambda v, d: _graded(_as_int(d.get("staked_amount", "0")), _truth(v), 1, 10, 40),
+    ),
+    "query_pending_rewards": RefQuery(
+        (30, 30, 40),
+        ("pending_rewards",),
+        lambda v, d: _graded(_as_int(d.get("pending_rewards", "0")), _truth(v), 5, 20, 40),
+    ),
+    "query_token_metadata": RefQuery((25, 25, 50), ("name", "symbol", "decimals", "totalSupply"), _metadata),
+    "query_token_total_supply": RefQuery(
+        (40, 30, 30),
+        ("totalSupply",),
+        lambda v, d: _graded(_as_int(d.get("totalSupply", "0")), _truth(v), 0.1, 10, 30),
+    ),
+    "query_nft_owner": RefQuery((40, 30, 30), ("owner",), _owner),
+    "query_nft_token_uri": RefQuery((40, 30, 30), ("tokenURI",), _token_uri),
+    "query_nft_balance": RefQuery((40, 30, 30), ("balance",), _exact_int("balance", 30)),
+    "query_current_block_number": RefQuery((50, 25, 25), ("block_number",), _block_number),
+    "query_gas_price": RefQuery((40, 30, 30), ("maxFeePerGas", "maxPriorityFeePerGas"), _gas_price),
+    "query_transaction_count_nonce": RefQuery((40, 30, 30), ("nonce",), _nonce),
+}
+
+
+def _query_task(q: RefQuery) -> RefTask:
+    return RefTask(lambda v: [], gated=False, query=q)
+
+
+ATOMIC.update({task_id: _query_task(q) for task_id, q in QUERIES.items()})
+
+
+def _m_reserves(w: World, p: dict[str, Any]) -> dict[str, Any]:
+    return {"ref_reserves": [int(x) for x in w.read(p["pair"], "getReserves")[:3]]}
+
+
+def _m_amounts(fn: str) -> Callable[[World, dict[str, Any]], dict[str, Any]]:
+    def measure(w: World, p: dict[str, Any]) -> dict[str, Any]:
+        path = [w.addresses[r] for r in p["path"]]
+        return {
+            "ref_amounts": [
+                int(a) for a in getattr(w.reader("router").functions, fn)(wei(p["amount"]), path).call()
+            ]
+        }
+
+    return measure
+
+
 def _m_target_native(w: World, p: dict[str, Any]) -> dict[str, Any]:
     return {"ref_target_native": int(w.chain.w3.eth.get_balance(w.addresses["fallback"]))}  # type: ignore[arg-type]
 
@@ -459,6 +703,9 @@ def _m_target_native(w: World, p: dict[str, Any]) -> dict[str, Any]:
 # ``before``/``after`` under the reference profile.
 EXTRA_MEASURE: dict[str, Callable[[World, dict[str, Any]], dict[str, Any]]] = {
     "bnb_transfer_to_contract": _m_target_native,
+    "query_pair_reserves": _m_reserves,
+    "query_swap_output_amount": _m_amounts("getAmountsOut"),
+    "query_swap_input_amount": _m_amounts("getAmountsIn"),
 }
 
 
@@ -468,8 +715,24 @@ def measure(world: World, task_id: str, params: dict[str, Any]) -> dict[str, Any
     return extra(world, params) if extra is not None else {}
 
 
-# The reference's answer formats: the field a ported query's answer must carry.
-QUERY_FIELDS = {"query_bnb_balance": "balance_wei", "query_erc20_balance": "balance_raw"}
+# The reference's answer formats: each ported query's answer, from the default oracle's ``value``.
+ANSWER_FORMATS: dict[str, str] = {
+    "query_bnb_balance": '{"balance_wei": str(value)}',
+    "query_erc20_balance": '{"balance_raw": str(value)}',
+    "query_erc20_allowance": '{"allowance_raw": str(value)}',
+    "query_staked_amount": '{"staked_amount": str(value), "deposit_time": 0}',
+    "query_pending_rewards": '{"pending_rewards": str(value)}',
+    "query_token_total_supply": '{"totalSupply": str(value)}',
+    "query_nft_owner": '{"owner": value}',
+    "query_nft_token_uri": '{"tokenURI": value}',
+    "query_nft_balance": '{"balance": str(value)}',
+    "query_current_block_number": '{"block_number": value}',
+    "query_transaction_count_nonce": '{"nonce": value}',
+}
+QUERY_FIELDS = {task_id: q.fields for task_id, q in QUERIES.items()} | {
+    "query_bnb_balance": ("balance_wei",),
+    "query_erc20_balance": ("balance_raw",),
+}
 
 
 def is_ported(task_id: str, split: str) -> bool:
@@ -480,6 +743,8 @@ def is_ported(task_id: str, split: str) -> bool:
 def score_atomic(task_id: str, v: Ctx) -> tuple[float, bool, list[Check]]:
     """(score, success, checks) by the reference validator of ``task_id``."""
     ref = ATOMIC[task_id]
+    if ref.query is not None:
+        return _score_query(ref.query, v)
     checks = ref.checks(v)
     if ref.gated and not _status(v):
         return 0.0, False, checks
@@ -534,8 +799,8 @@ _oracle_skill = execute_skill
 
 
 def execute_skill(w3, agent_address, contracts):
-    out = _oracle_skill(w3, agent_address, contracts)
-    return {{"query_result": {{{field!r}: str(out["query_result"])}}}}
+    value = _oracle_skill(w3, agent_address, contracts)["query_result"]
+    return {{"query_result": {expr}}}
 """
 
 
@@ -553,10 +818,65 @@ def _allowance_helper_script(fn: str) -> Callable[[dict[str, Any], dict[str, str
     return script
 
 
-# Tasks whose reference validator asks for another call than the default oracle makes.
+def _amounts_script(fn: str, named: bool) -> Callable[[dict[str, Any], dict[str, str]], str]:
+    def script(p: dict[str, Any], n: dict[str, str]) -> str:
+        from lynn.envs.evmquest.logic import _path, query_script
+
+        extra = ', "amount_in": str(amounts[0]), "amount_out": str(amounts[-1])' if named else ""
+        return query_script(
+            n["router"],
+            "UniswapV2Router02",
+            [fn],
+            '{"amounts": [str(a) for a in amounts]' + extra + "}",
+            pre=f'amounts = contract.functions.{fn}(w3.to_wei({p["amount"]!r}, "ether"), {_path(n, p["path"])}).call()',
+        )
+
+    return script
+
+
+def _reserves_script(p: dict[str, Any], n: dict[str, str]) -> str:
+    from lynn.envs.evmquest.logic import query_script
+
+    return query_script(
+        n[p["pair"]],
+        "UniswapV2Pair",
+        ["getReserves"],
+        '{"reserve0": str(r[0]), "reserve1": str(r[1]), "blockTimestampLast": str(r[2])}',
+        pre="r = contract.functions.getReserves().call()",
+    )
+
+
+def _metadata_script(p: dict[str, Any], n: dict[str, str]) -> str:
+    from lynn.envs.evmquest.logic import query_script
+
+    f = "contract.functions"
+    return query_script(
+        n[p["token"]],
+        "LynnToken",
+        ["name", "symbol", "decimals", "totalSupply"],
+        f'{{"name": {f}.name().call(), "symbol": {f}.symbol().call(), "decimals": {f}.decimals().call(), '
+        f'"totalSupply": str({f}.totalSupply().call())}}',
+    )
+
+
+def _gas_script(p: dict[str, Any], n: dict[str, str]) -> str:
+    from lynn.envs.evmquest.logic import plain_script
+
+    return plain_script(
+        'tip = w3.to_wei(1, "gwei")\n'
+        'return {"query_result": {"maxFeePerGas": str(w3.eth.gas_price + tip), "maxPriorityFeePerGas": str(tip)}}'
+    )
+
+
+# Tasks whose reference validator asks for another call or answer than the default oracle gives.
 ORACLE_OVERRIDES: dict[str, Callable[[dict[str, Any], dict[str, str]], str]] = {
     "erc20_increase_allowance": _allowance_helper_script("increaseAllowance"),
     "erc20_decrease_allowance": _allowance_helper_script("decreaseAllowance"),
+    "query_pair_reserves": _reserves_script,
+    "query_swap_output_amount": _amounts_script("getAmountsOut", named=False),
+    "query_swap_input_amount": _amounts_script("getAmountsIn", named=True),
+    "query_token_metadata": _metadata_script,
+    "query_gas_price": _gas_script,
 }
 
 
@@ -569,7 +889,7 @@ def oracle_scripts(
     """The default oracle's scripts adapted to the reference's calls and answer formats."""
     if task_id in ORACLE_OVERRIDES and params is not None and names is not None:
         scripts = [ORACLE_OVERRIDES[task_id](params, names)]
-    field = QUERY_FIELDS.get(task_id)
-    if field is None:
+    expr = ANSWER_FORMATS.get(task_id)
+    if expr is None:
         return scripts
-    return [s + REFERENCE_ANSWER_WRAPPER.format(field=field) for s in scripts]
+    return [s + REFERENCE_ANSWER_WRAPPER.format(expr=expr) for s in scripts]

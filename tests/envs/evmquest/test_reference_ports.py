@@ -10,6 +10,7 @@ the same score and the same pass/fail.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -440,3 +441,346 @@ def test_every_port_has_cases_that_pass_and_fail() -> None:
         results = {ref(*as_reference(c.tx), c.ref_before, c.ref_after, c.params)[1] for c in make()}
         assert results == {True, False}, task_id
         assert reference.is_ported(task_id, "atomic"), task_id
+
+
+# ----------------------------------------------------------------------------- queries, restated
+def _int(raw: Any) -> int:
+    return int(raw) if isinstance(raw, str) else int(raw)
+
+
+def _pct(got: int, want: int) -> float:
+    return abs(got - want) / want * 100 if want > 0 else (0 if got == 0 else 100)
+
+
+def ref_q_allowance(qr: dict, sb: dict) -> tuple[int, bool]:
+    if not qr.get("success"):
+        return 0, False
+    data = qr.get("data", {})
+    if "allowance_raw" not in data:
+        return 30, False
+    raw = data["allowance_raw"]
+    try:
+        got = int(raw, 16) if isinstance(raw, str) and raw.startswith("0x") else int(raw)
+    except (TypeError, ValueError):
+        return 60, False
+    return (100, True) if got == sb["allowance"] else (60, False)
+
+
+def ref_q_reserves(qr: dict, sb: dict) -> tuple[int, bool]:
+    if not qr.get("success"):
+        return 0, False
+    data = qr.get("data", {})
+    if any(f not in data for f in ("reserve0", "reserve1", "blockTimestampLast")):
+        return 30, False
+    try:
+        r0, r1, ts = (
+            int(data[k]) if isinstance(data[k], str) else data[k]
+            for k in ("reserve0", "reserve1", "blockTimestampLast")
+        )
+    except ValueError:
+        return 60, False
+    if (r0, r1, ts) == (sb["reserve0"], sb["reserve1"], sb["blockTimestampLast"]):
+        return 100, True
+
+    def near(x: int, want: int) -> bool:
+        return abs(x - want) / max(want, 1) < 0.01 if want > 0 else x == 0
+
+    return (95, True) if near(r0, sb["reserve0"]) and near(r1, sb["reserve1"]) else (60, False)
+
+
+def ref_q_swap_out(qr: dict, sb: dict) -> tuple[int, bool]:
+    if not qr.get("success"):
+        return 0, False
+    data = qr.get("data", {})
+    if "amounts" not in data:
+        return 30, False
+    try:
+        got = data["amounts"]
+        got = json.loads(got) if isinstance(got, str) else got
+        got = [int(a) if isinstance(a, str) else a for a in got]
+    except (ValueError, TypeError):
+        return 60, False
+    want = sb["expected_amounts"]
+    if len(got) != len(want):
+        return 60, False
+    if got[-1] == want[-1]:
+        return 100, True
+    return (95, True) if abs(got[-1] - want[-1]) / max(want[-1], 1) < 0.01 else (60, False)
+
+
+def ref_q_swap_in(qr: dict, sb: dict) -> tuple[int, bool]:
+    if not qr.get("success"):
+        return 0, False
+    data = qr.get("data", {})
+    score = 30 + (30 if all(f in data for f in ("amounts", "amount_in", "amount_out")) else 0)
+    want = sb["expected_amounts"]
+    try:
+        amounts = data.get("amounts", [])
+        if isinstance(amounts, list) and len(amounts) >= 2:
+            got_in, got_out = int(amounts[0]), int(amounts[-1])
+        else:
+            got_in, got_out = int(data.get("amount_in", 0)), int(data.get("amount_out", 0))
+        d_in = abs(got_in - want[0]) / want[0] * 100 if want[0] > 0 else 0
+        d_out = abs(got_out - want[-1]) / want[-1] * 100 if want[-1] > 0 else 0
+        score += 40 if d_in <= 1 and d_out <= 1 else max(0, int(40 * (1 - min(d_in, d_out) / 10)))
+    except (ValueError, TypeError):
+        pass
+    return score, score >= 60
+
+
+def _ref_q_graded(
+    fields: tuple[str, ...], key: str, state: str, weights: tuple[int, int, int], within: float, slope: float
+) -> Callable[[dict, dict], tuple[int, bool]]:
+    def validate(qr: dict, sb: dict) -> tuple[int, bool]:
+        if not qr.get("success"):
+            return 0, False
+        data = qr.get("data", {})
+        score = weights[0] + (weights[1] if all(f in data for f in fields) else 0)
+        try:
+            d = _pct(_int(data.get(key, "0")), sb[state])
+            score += weights[2] if d <= within else max(0, int(weights[2] * (1 - d / slope)))
+        except (ValueError, TypeError):
+            pass
+        return score, score >= 60
+
+    return validate
+
+
+def _ref_q_exact(
+    field_: str, state: str, compare: Callable[[Any, Any], bool]
+) -> Callable[[dict, dict], tuple[int, bool]]:
+    def validate(qr: dict, sb: dict) -> tuple[int, bool]:
+        if not qr.get("success"):
+            return 0, False
+        data = qr.get("data", {})
+        score = 40 + (30 if field_ in data else 0)
+        try:
+            score += 30 if compare(data.get(field_, ""), sb[state]) else 0
+        except (ValueError, TypeError, AttributeError):
+            pass
+        return score, score >= 60
+
+    return validate
+
+
+def ref_q_metadata(qr: dict, sb: dict) -> tuple[int, bool]:
+    if not qr.get("success"):
+        return 0, False
+    data = qr.get("data", {})
+    score = 25 + (25 if all(f in data for f in ("name", "symbol", "decimals", "totalSupply")) else 0)
+    score += 15 if data.get("name", "") == sb["token_name"] else 0
+    score += 15 if data.get("symbol", "") == sb["token_symbol"] else 0
+    try:
+        score += 20 if int(data.get("decimals", 0)) == sb["token_decimals"] else 0
+    except (ValueError, TypeError):
+        pass
+    return score, score >= 60
+
+
+def ref_q_block(qr: dict, sb: dict) -> tuple[int, bool]:
+    if not qr.get("success"):
+        return 0, False
+    data = qr.get("data", {})
+    score = 50 + (25 if "block_number" in data else 0)
+    try:
+        got = _int(data.get("block_number", 0))
+        ref = sb["reference_block_number"]
+        if got > 0 and not (ref > 0 and abs(got - ref) > 100):
+            score += 25
+    except (ValueError, TypeError):
+        pass
+    return score, score >= 60
+
+
+def ref_q_gas(qr: dict, sb: dict) -> tuple[int, bool]:
+    if not qr.get("success"):
+        return 0, False
+    data = qr.get("data", {})
+    score = 40 + (30 if "maxFeePerGas" in data and "maxPriorityFeePerGas" in data else 0)
+    try:
+        fee, tip = _int(data.get("maxFeePerGas", "0")), _int(data.get("maxPriorityFeePerGas", "0"))
+        score += 30 if fee > 0 and tip >= 0 and fee >= tip else 0
+    except (ValueError, TypeError):
+        pass
+    return score, score >= 60
+
+
+def ref_q_nonce(qr: dict, sb: dict) -> tuple[int, bool]:
+    if not qr.get("success"):
+        return 0, False
+    data = qr.get("data", {})
+    score = 40 + (30 if "nonce" in data else 0)
+    try:
+        score += 30 if _int(data.get("nonce", -1)) >= 0 else 0
+    except (ValueError, TypeError):
+        pass
+    return score, score >= 60
+
+
+@dataclass
+class QCase:
+    """A query case: our measured state, the reference's ``state_before``, and the answers given."""
+
+    before: dict[str, Any]
+    ref_state: dict[str, Any]
+    answers: list[Any]
+
+
+def q_cases(
+    truth: Any, ref_state: dict[str, Any], answers: list[Any], extra: dict[str, Any] | None = None
+) -> list[QCase]:
+    before = {"truth": truth, **(extra or {})}
+    return [QCase(before, ref_state, [] if a is None else [a]) for a in answers]
+
+
+SUPPLY = 10**24 + 12345
+STAKED = 40 * E18
+AMOUNTS = [E18, 1_990 * E18 + 17]
+AMOUNTS_IN = [2_013 * E18 + 9, 1_000 * E18]
+QPORTS: dict[str, tuple[Callable[[dict, dict], tuple[int, bool]], list[QCase]]] = {
+    "query_erc20_allowance": (
+        ref_q_allowance,
+        q_cases(
+            7 * E18,
+            {"allowance": 7 * E18},
+            [None, {"allowance_raw": str(7 * E18)}, {"allowance_raw": hex(7 * E18)}, {"allowance_raw": 1},
+             {"allowance": 7 * E18}, {"allowance_raw": "lots"}],
+        ),
+    ),
+    "query_pair_reserves": (
+        ref_q_reserves,
+        q_cases(
+            {},
+            {"reserve0": 10**21, "reserve1": 5 * 10**23, "blockTimestampLast": 1_700_000_000},
+            [None, {"reserve0": str(10**21), "reserve1": str(5 * 10**23), "blockTimestampLast": "1700000000"},
+             {"reserve0": 10**21 + 10**18, "reserve1": 5 * 10**23, "blockTimestampLast": 0},
+             {"reserve0": 2 * 10**21, "reserve1": 5 * 10**23, "blockTimestampLast": 1_700_000_000},
+             {"reserve0": 10**21, "reserve1": 5 * 10**23}, {"reserve0": "0x10", "reserve1": "1", "blockTimestampLast": "1"}],
+            {"ref_reserves": [10**21, 5 * 10**23, 1_700_000_000]},
+        ),
+    ),
+    "query_swap_output_amount": (
+        ref_q_swap_out,
+        q_cases(
+            AMOUNTS[-1],
+            {"expected_amounts": AMOUNTS},
+            [None, {"amounts": [str(a) for a in AMOUNTS]}, {"amounts": json.dumps(AMOUNTS)},
+             {"amounts": [AMOUNTS[0], AMOUNTS[1] * 1005 // 1000]}, {"amounts": [AMOUNTS[0], AMOUNTS[1] * 2]},
+             {"amounts": [AMOUNTS[1]]}, {"amount_out": AMOUNTS[1]}],
+            {"ref_amounts": AMOUNTS},
+        ),
+    ),
+    "query_swap_input_amount": (
+        ref_q_swap_in,
+        q_cases(
+            AMOUNTS_IN[0],
+            {"expected_amounts": AMOUNTS_IN},
+            [None, {"amounts": [str(a) for a in AMOUNTS_IN], "amount_in": "1", "amount_out": "1"},
+             {"amounts": AMOUNTS_IN}, {"amount_in": AMOUNTS_IN[0], "amount_out": AMOUNTS_IN[1]},
+             {"amounts": [AMOUNTS_IN[0] * 103 // 100, AMOUNTS_IN[1] * 104 // 100]}, {"amounts": ["x", "y"]},
+             {"amounts": [0, 0], "amount_in": 0, "amount_out": 0}],
+            {"ref_amounts": AMOUNTS_IN},
+        ),
+    ),
+    "query_staked_amount": (
+        _ref_q_graded(("staked_amount", "deposit_time"), "staked_amount", "staked_amount", (30, 30, 40), 1, 10),
+        q_cases(
+            STAKED,
+            {"staked_amount": STAKED},
+            [None, {"staked_amount": str(STAKED), "deposit_time": 0}, {"staked_amount": str(STAKED)},
+             {"staked_amount": STAKED * 104 // 100, "deposit_time": 1}, {"staked_amount": STAKED * 2, "deposit_time": 1},
+             {"deposit_time": 5}, {"staked_amount": "0x10", "deposit_time": 0}],
+        ),
+    ),
+    "query_pending_rewards": (
+        _ref_q_graded(("pending_rewards",), "pending_rewards", "pending_rewards", (30, 30, 40), 5, 20),
+        q_cases(
+            3 * E18,
+            {"pending_rewards": 3 * E18},
+            [None, {"pending_rewards": str(3 * E18)}, {"pending_rewards": 3 * E18 * 104 // 100},
+             {"pending_rewards": 3 * E18 * 110 // 100}, {"pending_rewards": 0}, {"rewards": 3 * E18}],
+        ),
+    ),
+    "query_token_metadata": (
+        ref_q_metadata,
+        q_cases(
+            {"name": "Lynn USD", "symbol": "USDT", "decimals": 18},
+            {"token_name": "Lynn USD", "token_symbol": "USDT", "token_decimals": 18},
+            [None, {"name": "Lynn USD", "symbol": "USDT", "decimals": 18, "totalSupply": "1"},
+             {"name": "Lynn USD", "symbol": "USDT", "decimals": "18"}, {"name": "x", "symbol": "USDT", "decimals": 18},
+             {"symbol": "USDT"}, {"name": "Lynn USD", "symbol": "usdt", "decimals": "eighteen", "totalSupply": 0}],
+        ),
+    ),
+    "query_token_total_supply": (
+        _ref_q_graded(("totalSupply",), "totalSupply", "token_total_supply", (40, 30, 30), 0.1, 10),
+        q_cases(
+            SUPPLY,
+            {"token_total_supply": SUPPLY},
+            [None, {"totalSupply": str(SUPPLY)}, {"totalSupply": SUPPLY * 1005 // 1000}, {"totalSupply": SUPPLY * 2},
+             {"supply": SUPPLY}, {"totalSupply": "1e24"}],
+        ),
+    ),
+    "query_nft_owner": (
+        _ref_q_exact("owner", "nft_owner", lambda got, want: got.lower() == want.lower()),
+        q_cases(
+            RECIPIENT,
+            {"nft_owner": RECIPIENT},
+            [None, {"owner": RECIPIENT.upper().replace("0X", "0x")}, {"owner": OTHER}, {"holder": RECIPIENT}, {"owner": ""}],
+        ),
+    ),
+    "query_nft_token_uri": (
+        _ref_q_exact("tokenURI", "token_uri", lambda got, want: isinstance(got, str) and got != "" and got == want),
+        q_cases(
+            "ipfs://lynn/7",
+            {"token_uri": "ipfs://lynn/7"},
+            [None, {"tokenURI": "ipfs://lynn/7"}, {"tokenURI": "ipfs://lynn/8"}, {"uri": "ipfs://lynn/7"}, {"tokenURI": 7}],
+        ),
+    ),
+    "query_nft_balance": (
+        _ref_q_exact("balance", "nft_balance", lambda got, want: _int(got) == want),
+        q_cases(3, {"nft_balance": 3}, [None, {"balance": "3"}, {"balance": 3}, {"balance": 4}, {"count": 3}, {"balance": "three"}]),
+    ),
+    "query_current_block_number": (
+        ref_q_block,
+        q_cases(
+            500,
+            {"reference_block_number": 500},
+            [None, {"block_number": 500}, {"block_number": "590"}, {"block_number": 700}, {"block_number": 0},
+             {"number": 500}],
+        ),
+    ),
+    "query_gas_price": (
+        ref_q_gas,
+        q_cases(
+            3 * GWEI,
+            {},
+            [None, {"maxFeePerGas": str(4 * GWEI), "maxPriorityFeePerGas": str(GWEI)},
+             {"maxFeePerGas": GWEI, "maxPriorityFeePerGas": 2 * GWEI}, {"gasPrice": 3 * GWEI},
+             {"maxFeePerGas": 0, "maxPriorityFeePerGas": 0}, {"maxFeePerGas": "fast", "maxPriorityFeePerGas": 1}],
+        ),
+    ),
+    "query_transaction_count_nonce": (
+        ref_q_nonce,
+        q_cases(4, {"reference_nonce": 4}, [None, {"nonce": 4}, {"nonce": "900"}, {"nonce": -1}, {"count": 4}]),
+    ),
+}  # fmt: skip
+QCASES = [(t, i, c) for t, (_, cases) in QPORTS.items() for i, c in enumerate(cases)]
+
+
+@pytest.mark.parametrize(("task_id", "index", "case"), QCASES, ids=[f"{t}-{i}" for t, i, _ in QCASES])
+def test_query_port_matches_the_reference(task_id: str, index: int, case: QCase) -> None:
+    ref, _ = QPORTS[task_id]
+    ctx = Ctx(WORLD, {}, case.before, case.before, [], case.answers)  # type: ignore[arg-type]
+    score, success, checks = reference.score_atomic(task_id, ctx)
+    query_result = {"success": bool(case.answers), "data": case.answers[-1] if case.answers else None}
+    theirs = ref(query_result, case.ref_state)
+    assert (score, success) == (float(theirs[0]), theirs[1]), (case.answers, [c.as_dict() for c in checks])
+
+
+def test_every_query_port_has_cases_that_pass_and_fail() -> None:
+    for task_id, (ref, cases) in QPORTS.items():
+        results = {
+            ref({"success": bool(c.answers), "data": c.answers[-1] if c.answers else None}, c.ref_state)[1]
+            for c in cases
+        }
+        assert results == {True, False}, task_id
