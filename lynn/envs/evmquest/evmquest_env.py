@@ -278,6 +278,10 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
         self.world.forget_nonces()
         self._reset_state()
         globals_ = {"native": self.profile.native, "wrapped": self.profile.wrapped, "dex": self.profile.dex}
+        if self.scoring == "reference":
+            from lynn.envs.evmquest.reference import spec_for
+
+            spec = spec_for(spec)
         self.instance = instantiate(
             spec,
             self.np_random,

@@ -955,7 +955,7 @@ task(
     checks=lambda v: [
         c_status(v, 30),
         c_to(v, v.addr("board"), 15),
-        c_selector(v, ["postMessage(string)"], 15),
+        c_selector(v, ["postMessage(string)", "setMessage(string)"], 15),
         c_eq("message_stored", 30, v.after["message"], v.params["message"]),
         c_gas(v, 10, 300_000),
     ],

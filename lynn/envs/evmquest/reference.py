@@ -695,14 +695,179 @@ def _m_amounts(fn: str) -> Callable[[World, dict[str, Any]], dict[str, Any]]:
     return measure
 
 
-def _m_target_native(w: World, p: dict[str, Any]) -> dict[str, Any]:
-    return {"ref_target_native": int(w.chain.w3.eth.get_balance(w.addresses["fallback"]))}  # type: ignore[arg-type]
+# ----------------------------------------------------------------------------- batch 4: staking, calls, 1363, 1155
+def _full_arg(v: Ctx) -> int | None:
+    """The reference reads a staking amount as every hex digit after the selector."""
+    data = v.tx.data if v.tx is not None else ""
+    if not (isinstance(data, str) and data.startswith("0x") and len(data) >= 74):
+        return None
+    try:
+        return int(data[10:], 16)
+    except ValueError:
+        return None
+
+
+def _stake_single(v: Ctx) -> list[Check]:
+    decoded = _full_arg(v)
+    amount = decoded if decoded is not None else wei(v.params["amount"])
+    spent = -v.delta("agent_stake_token")
+    staked = v.delta("staked")
+    return [
+        Check("transaction_success", 25, _status(v)),
+        Check("approval", 20, True, "always passes in the reference (allowance_after >= 0)"),
+        Check(
+            "balance_decrease",
+            25,
+            spent > 0 and abs(spent - amount) <= amount * 0.001,
+            f"spent {spent} of {amount}",
+        ),
+        Check("staked_increase", 30, staked > 0 and abs(staked - spent) <= spent * 0.01, f"staked +{staked}"),
+    ]
+
+
+def _stake_lp(v: Ctx) -> list[Check]:
+    spent = -v.delta("agent_stake_token")
+    staked = v.delta("staked")
+    return [
+        Check("transaction_success", 25, _status(v)),
+        Check("approval", 20, True, "always passes in the reference (lp_allowance_after >= 0)"),
+        Check("lp_balance_decrease", 25, spent > 0, f"LP spent {spent}"),
+        Check("staked_increase", 30, staked > 0 and abs(staked - spent) <= spent * 0.01, f"staked +{staked}"),
+    ]
+
+
+def _unstake(v: Ctx) -> list[Check]:
+    sent = _word(v, 0, "withdraw(uint256)") if v.tx is not None and len(v.tx.data) >= 74 else None
+    if sent is None and v.tx is not None and len(v.tx.data) >= 74:
+        try:
+            sent = int(v.tx.data[10:74], 16)
+        except ValueError:
+            sent = None
+    amount = sent if sent is not None else v.before["staked"] * int(v.params["percent"]) // 100
+    tol = amount * 0.01
+    back, unstaked = v.delta("agent_stake_token"), -v.delta("staked")
+    return [
+        Check("transaction_success", 30, _status(v)),
+        Check(
+            "lp_returned", 40, back > 0 and abs(back - amount) <= tol, f"LP back {back}, withdrew {amount}"
+        ),
+        Check("staked_decrease", 30, unstaked > 0 and abs(unstaked - amount) <= tol, f"unstaked {unstaked}"),
+    ]
+
+
+def _harvest(v: Ctx) -> list[Check]:
+    return [
+        Check("transaction_success", 30, _status(v)),
+        Check("rewards_received", 70, v.delta("agent_gov") > 0, f"reward token +{v.delta('agent_gov')}"),
+    ]
+
+
+def _emergency(v: Ctx) -> list[Check]:
+    staked = v.before["staked"]
+    back = v.delta("agent_stake_token")
+    reward = v.delta("agent_gov")  # the reward token; the LP farm (the reference's pool) stakes LP
+    return [
+        Check("transaction_success", 30, _status(v)),
+        Check("lp_returned", 40, abs(back - staked) <= staked * 0.01, f"back {back} of {staked} staked"),
+        Check("record_cleared", 20, v.after["staked"] == 0),
+        Check("rewards_forfeited", 10, abs(reward) < 10**15, f"reward token {reward:+d}"),
+    ]
+
+
+def _call_with_params(v: Ctx) -> list[Check]:
+    return [
+        Check("transaction_success", 40, _status(v)),
+        Check("contract_address", 20, _to(v, v.addr("board"))),
+        Check("function_selector", 20, _sel(v, "setMessage(string)"), "the reference's setMessage(string)"),
+        Check("message_stored", 20, v.after["message"] == v.params["message"]),
+    ]
+
+
+def _call_with_value(v: Ctx) -> list[Check]:
+    want = wei(v.params["amount"])
+    got = v.after["ref_target_native"] - v.before["ref_target_native"]
+    return [
+        Check("transaction_success", 30, _status(v)),
+        Check("contract_address", 20, _to(v, v.addr("donation"))),
+        Check("function_selector", 20, _sel(v, "donate()")),
+        Check("value", 15, abs(_value(v) - want) <= 1),
+        Check("contract_balance", 15, abs(got - want) <= 1, f"contract +{got}"),
+    ]
+
+
+def _transfer_and_call(v: Ctx) -> list[Check]:
+    want = wei(v.params["amount"])
+    return [
+        Check("transaction_success", 30, _status(v)),
+        Check("sender_decrease", 40, -v.delta("agent_token") == want),
+        Check("receiver_increase", 20, v.delta("ref_receiver_token") == want),
+        Check("function_selector", 10, _sel(v, "transferAndCall(address,uint256)")),
+    ]
+
+
+def _approve_and_call(v: Ctx) -> list[Check]:
+    sigs = ("approveAndCall(address,uint256)", "approveAndCall(address,uint256,bytes)")
+    return [
+        Check("transaction_success", 30, _status(v)),
+        Check("allowance", 50, v.after["allowance"] == wei(v.params["amount"])),
+        Check("function_selector", 20, any(_sel(v, s) for s in sigs)),
+    ]
+
+
+def _erc1155(with_data: bool) -> Callable[[Ctx], list[Check]]:
+    def checks(v: Ctx) -> list[Check]:
+        n = int(v.params["amount"])
+        moved = -v.delta("agent_items") == n and v.delta("recipient_items") == n
+        sel = "safeTransferFrom(address,address,uint256,uint256,bytes)"
+        out = [
+            Check("transaction_success", 30, _status(v)),
+            Check("contract_address", 15 if with_data else 20, _to(v, v.addr("multi"))),
+            Check("function_selector", 15 if with_data else 20, _sel(v, sel)),
+        ]
+        if with_data:  # the reference only asks for calldata longer than 200 hex digits
+            data = v.tx.data if v.tx is not None else ""
+            out.append(Check("data_attached", 10, len(data[2:] if data.startswith("0x") else data) > 200))
+        return [*out, Check("balances", 30, moved)]
+
+    return checks
+
+
+ATOMIC.update(
+    {
+        "stake_single_token": RefTask(_stake_single),
+        "stake_lp_tokens": RefTask(_stake_lp),
+        "unstake_lp_tokens": RefTask(_unstake),
+        "harvest_rewards": RefTask(_harvest),
+        "emergency_withdraw": RefTask(_emergency),
+        "contract_call_with_params": RefTask(_call_with_params),
+        "contract_call_with_value": RefTask(_call_with_value),
+        "erc20_transfer_with_callback_1363": RefTask(_transfer_and_call),
+        "erc20_approve_and_call_1363": RefTask(_approve_and_call),
+        "erc1155_transfer_single": RefTask(_erc1155(False)),
+        "erc1155_safe_transfer_with_data": RefTask(_erc1155(True)),
+    }
+)
+
+
+def _m_native_of(role: str) -> Callable[[World, dict[str, Any]], dict[str, Any]]:
+    def measure(w: World, p: dict[str, Any]) -> dict[str, Any]:
+        return {"ref_target_native": int(w.chain.w3.eth.get_balance(w.addresses[role]))}  # type: ignore[arg-type]
+
+    return measure
+
+
+def _m_receiver_token(w: World, p: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "ref_receiver_token": int(w.reader("pay1363").functions.balanceOf(w.addresses["receiver1363"]).call())
+    }
 
 
 # State the reference's snapshot holds that this env's default measure does not: merged into
 # ``before``/``after`` under the reference profile.
 EXTRA_MEASURE: dict[str, Callable[[World, dict[str, Any]], dict[str, Any]]] = {
-    "bnb_transfer_to_contract": _m_target_native,
+    "bnb_transfer_to_contract": _m_native_of("fallback"),
+    "contract_call_with_value": _m_native_of("donation"),
+    "erc20_transfer_with_callback_1363": _m_receiver_token,
     "query_pair_reserves": _m_reserves,
     "query_swap_output_amount": _m_amounts("getAmountsOut"),
     "query_swap_input_amount": _m_amounts("getAmountsIn"),
@@ -784,8 +949,45 @@ def _batched(answer: Any) -> int:
     return 0
 
 
+# The reference's parameter ranges where they differ from ours (drawn under scoring="reference").
+PARAM_RANGES: dict[str, dict[str, dict[str, Any]]] = {
+    # SimpleRewardPool (the LP farm, rewards in the governance token) is the reference's pool.
+    "emergency_withdraw": {"pool": {"rule": "fixed", "value": "lp_farm"}},
+}
+
+
+def spec_for(spec: Any) -> Any:
+    """``spec`` with the reference's parameter ranges (unchanged when they are ours)."""
+    override = PARAM_RANGES.get(spec.task_id)
+    if not override:
+        return spec
+    from dataclasses import replace
+
+    return replace(spec, params={**spec.params, **override})
+
+
+def _no_prior_stake(pool: str) -> Callable[[World, dict[str, Any]], None]:
+    """The reference's account starts with no stake in ``pool`` (ours has one from genesis)."""
+
+    def prepare(world: World, params: dict[str, Any]) -> None:
+        if int(world.reader(pool).functions.stakedBalance(AGENT.address).call()) > 0:
+            world.call(AGENT, pool, "emergencyWithdraw")
+
+    return prepare
+
+
+# Atomic set-up the reference's state implies before its snapshot.
+ATOMIC_SETUP: dict[str, Callable[[World, dict[str, Any]], None]] = {
+    # deposit() pays the pending rewards of a prior stake in the staked token itself, which the
+    # reference's balance check (decrease = amount) does not expect: its account has no stake.
+    "stake_single_token": _no_prior_stake("staking_pool"),
+}
+
+
 def setup(world: World, task_id: str, params: dict[str, Any]) -> None:
-    """Allowances the reference sets before a composite starts."""
+    """Allowances the reference sets before a composite starts; its atomic preconditions."""
+    if task_id in ATOMIC_SETUP:
+        ATOMIC_SETUP[task_id](world, params)
     for token, spender, factor in PRE_APPROVALS.get(task_id, []):
         role = params["path"][0] if token == "path0" else token
         spender_address = AGENT.address if spender == "agent" else world.addresses[spender]
@@ -877,7 +1079,16 @@ ORACLE_OVERRIDES: dict[str, Callable[[dict[str, Any], dict[str, str]], str]] = {
     "query_swap_input_amount": _amounts_script("getAmountsIn", named=True),
     "query_token_metadata": _metadata_script,
     "query_gas_price": _gas_script,
+    "contract_call_with_params": lambda p, n: _tx(
+        n["board"], "MessageBoard", "setMessage", repr(p["message"])
+    ),
 }
+
+
+def _tx(key: str, art: str, fn: str, args: str) -> str:
+    from lynn.envs.evmquest.logic import tx_script
+
+    return tx_script(key, art, [fn], f'"{fn}", args=[{args}]')
 
 
 def oracle_scripts(

@@ -784,3 +784,370 @@ def test_every_query_port_has_cases_that_pass_and_fail() -> None:
             for c in cases
         }
         assert results == {True, False}, task_id
+
+
+# ----------------------------------------------------------------------------- batch 4, restated
+def _gate(score_if_ok: Callable[[], list[tuple[int, bool]]], rc: dict) -> tuple[int, bool]:
+    if not _ok(rc):
+        return 0, False
+    parts = score_if_ok()
+    return sum(w for w, o in parts if o), all(o for _, o in parts)
+
+
+def ref_stake_single(tx: dict, rc: dict, sb: dict, sa: dict, p: dict) -> tuple[int, bool]:
+    def parts() -> list[tuple[int, bool]]:
+        data = tx.get("data", "")
+        amount = int(data[10:], 16) if data.startswith("0x") and len(data) >= 74 else wei(p["amount"])
+        dec = sb["token_balance"] - sa["token_balance"]
+        inc = sa["staked_amount"] - sb["staked_amount"]
+        return [
+            (25, True),
+            (20, sb.get("allowance", 0) >= amount or sa.get("allowance", 0) >= 0),
+            (25, dec > 0 and abs(dec - amount) <= amount * 0.001),
+            (30, inc > 0 and abs(inc - dec) <= dec * 0.01),
+        ]
+
+    return _gate(parts, rc)
+
+
+def ref_stake_lp(tx: dict, rc: dict, sb: dict, sa: dict, p: dict) -> tuple[int, bool]:
+    def parts() -> list[tuple[int, bool]]:
+        dec = sb["lp_token_balance"] - sa["lp_token_balance"]
+        inc = sa["staked_amount"] - sb["staked_amount"]
+        return [(25, True), (20, True), (25, dec > 0), (30, inc > 0 and abs(inc - dec) <= dec * 0.01)]
+
+    return _gate(parts, rc)
+
+
+def ref_unstake(tx: dict, rc: dict, sb: dict, sa: dict, p: dict) -> tuple[int, bool]:
+    def parts() -> list[tuple[int, bool]]:
+        data = tx.get("data", "")
+        amount = int(data[10:74], 16) if data.startswith("0x") and len(data) >= 74 else 0
+        tol = amount * 0.01
+        inc = sa["lp_token_balance"] - sb["lp_token_balance"]
+        dec = sb["staked_amount"] - sa["staked_amount"]
+        return [
+            (30, True),
+            (40, inc > 0 and abs(inc - amount) <= tol),
+            (30, dec > 0 and abs(dec - amount) <= tol),
+        ]
+
+    return _gate(parts, rc)
+
+
+def ref_harvest(tx: dict, rc: dict, sb: dict, sa: dict, p: dict) -> tuple[int, bool]:
+    return _gate(lambda: [(30, True), (70, sa["token_balance"] - sb["token_balance"] > 0)], rc)
+
+
+def ref_emergency(tx: dict, rc: dict, sb: dict, sa: dict, p: dict) -> tuple[int, bool]:
+    def parts() -> list[tuple[int, bool]]:
+        back = sa["lp_token_balance"] - sb["lp_token_balance"]
+        reward = sa["token_balance"] - sb["token_balance"]
+        return [
+            (30, True),
+            (40, abs(back - sb["staked_amount"]) <= sb["staked_amount"] * 0.01),
+            (20, sa["staked_amount"] == 0),
+            (10, abs(reward) < 10**15),
+        ]
+
+    return _gate(parts, rc)
+
+
+def ref_call_params(tx: dict, rc: dict, sb: dict, sa: dict, p: dict) -> tuple[int, bool]:
+    return _gate(
+        lambda: [
+            (40, True),
+            (20, tx["to"].lower() == ADDR["board"]),
+            (20, _sel(tx) == "0x368b8772"),
+            (20, sa.get("message_value", "") == p["message"]),
+        ],
+        rc,
+    )
+
+
+def ref_call_value(tx: dict, rc: dict, sb: dict, sa: dict, p: dict) -> tuple[int, bool]:
+    want = wei(p["amount"])
+    return _gate(
+        lambda: [
+            (30, True),
+            (20, tx["to"].lower() == ADDR["donation"]),
+            (20, _sel(tx) == "0xed88c68e"),
+            (15, abs(tx["value"] - want) <= 1),
+            (15, abs(sa["target_balance"] - sb["target_balance"] - want) <= 1),
+        ],
+        rc,
+    )
+
+
+def ref_1363_transfer(tx: dict, rc: dict, sb: dict, sa: dict, p: dict) -> tuple[int, bool]:
+    want = wei(p["amount"])
+    return _gate(
+        lambda: [
+            (30, True),
+            (40, sb["token_balance"] - sa["token_balance"] == want),
+            (20, sa["target_token_balance"] - sb["target_token_balance"] == want),
+            (10, tx["data"][2:10].lower() == "1296ee62"),
+        ],
+        rc,
+    )
+
+
+def ref_1363_approve(tx: dict, rc: dict, sb: dict, sa: dict, p: dict) -> tuple[int, bool]:
+    return _gate(
+        lambda: [
+            (30, True),
+            (50, sa["allowance"] == wei(p["amount"])),
+            (20, tx["data"][2:10].lower() in ("3177029f", "cae9ca51")),
+        ],
+        rc,
+    )
+
+
+def _ref_1155(with_data: bool) -> Callable[..., tuple[int, bool]]:
+    def validate(tx: dict, rc: dict, sb: dict, sa: dict, p: dict) -> tuple[int, bool]:
+        def parts() -> list[tuple[int, bool]]:
+            data = tx["data"][2:]
+            w = 15 if with_data else 20
+            out = [(30, True), (w, tx["to"].lower() == ADDR["multi"]), (w, data[:8] == "f242432a")]
+            if with_data:
+                out.append((10, len(data) > 200))
+            sent = sb["erc1155_balance"] - sa["erc1155_balance"]
+            got = sa["target_erc1155_balance"] - sb["target_erc1155_balance"]
+            return [*out, (30, sent == p["amount"] and got == p["amount"])]
+
+        return _gate(parts, rc)
+
+    return validate
+
+
+ADDR.update({"board": "0x" + "55" * 20, "donation": "0x" + "66" * 20, "multi": "0x" + "77" * 20})
+ADDR.update({"staking_pool": "0x" + "88" * 20, "lp_farm": "0x" + "99" * 20, "pay1363": "0x" + "13" * 20})
+
+
+def pool_case(
+    name: str,
+    t: TxRecord,
+    params: dict,
+    stake_token: tuple[int, int],
+    staked: tuple[int, int],
+    gov: tuple[int, int],
+) -> Case:
+    """Our pool state (stake token, stake, reward token) and the reference's names for it."""
+    b = {"agent_stake_token": stake_token[0], "staked": staked[0], "agent_gov": gov[0]}
+    a = {"agent_stake_token": stake_token[1], "staked": staked[1], "agent_gov": gov[1]}
+    lp = params.get("pool") == "lp_farm"
+    rb = {
+        "staked_amount": staked[0],
+        "token_balance": gov[0] if lp else stake_token[0],
+        "lp_token_balance": stake_token[0],
+    }
+    ra = {
+        "staked_amount": staked[1],
+        "token_balance": gov[1] if lp else stake_token[1],
+        "lp_token_balance": stake_token[1],
+    }
+    return Case(name, params, t, b, a, rb, ra)
+
+
+def stake_single_cases() -> list[Case]:
+    amt = wei("12.34")
+    p = {"amount": "12.34", "pool": "staking_pool"}
+    dep = call("deposit(uint256)", amt)
+    return [
+        pool_case("correct", tx(ADDR["staking_pool"], dep), p, (90 * E18, 90 * E18 - amt), (0, amt), (0, 0)),
+        pool_case("rewards_paid_back", tx(ADDR["staking_pool"], dep), p, (90 * E18, 90 * E18 - amt + E18), (0, amt), (0, 0)),
+        pool_case("other_amount_loophole", tx(ADDR["staking_pool"], call("deposit(uint256)", amt * 2)), p,
+                  (90 * E18, 90 * E18 - 2 * amt), (0, 2 * amt), (0, 0)),
+        pool_case("nothing_staked", tx(ADDR["staking_pool"], dep), p, (90 * E18, 90 * E18 - amt), (0, 0), (0, 0)),
+        pool_case("reverted", tx(ADDR["staking_pool"], dep, status=0), p, (90 * E18, 90 * E18), (0, 0), (0, 0)),
+    ]  # fmt: skip
+
+
+def stake_lp_cases() -> list[Case]:
+    p = {"percent": 25, "pool": "lp_farm"}
+    dep = call("deposit(uint256)", 5 * E18)
+    return [
+        pool_case("correct", tx(ADDR["lp_farm"], dep), p, (20 * E18, 15 * E18), (E18, 6 * E18), (0, 3)),
+        pool_case(
+            "any_amount_loophole", tx(ADDR["lp_farm"], dep), p, (20 * E18, 19 * E18), (E18, 2 * E18), (0, 3)
+        ),
+        pool_case(
+            "stake_mismatch", tx(ADDR["lp_farm"], dep), p, (20 * E18, 15 * E18), (E18, 3 * E18), (0, 3)
+        ),
+        pool_case(
+            "reverted", tx(ADDR["lp_farm"], dep, status=0), p, (20 * E18, 20 * E18), (E18, E18), (0, 0)
+        ),
+    ]
+
+
+def unstake_cases() -> list[Case]:
+    p = {"percent": 50, "pool": "lp_farm"}
+    w = call("withdraw(uint256)", 4 * E18)
+    return [
+        pool_case("correct", tx(ADDR["lp_farm"], w), p, (E18, 5 * E18), (8 * E18, 4 * E18), (0, 9)),
+        pool_case(
+            "within_1%", tx(ADDR["lp_farm"], w), p, (E18, 5 * E18 + E18 // 200), (8 * E18, 4 * E18), (0, 9)
+        ),
+        pool_case("lp_not_back", tx(ADDR["lp_farm"], w), p, (E18, E18), (8 * E18, 4 * E18), (0, 9)),
+        pool_case("reverted", tx(ADDR["lp_farm"], w, status=0), p, (E18, E18), (8 * E18, 8 * E18), (0, 0)),
+    ]
+
+
+def harvest_cases() -> list[Case]:
+    h = selector("harvest()")
+    out = []
+    for pool in ("lp_farm", "staking_pool"):
+        p = {"pool": pool}
+        out += [
+            pool_case(
+                f"{pool}_paid", tx(ADDR[pool], h), p, (5, 5 if pool == "lp_farm" else 9), (3, 3), (5, 9)
+            ),
+            pool_case(f"{pool}_nothing", tx(ADDR[pool], h), p, (5, 5), (3, 3), (5, 5)),
+            pool_case(f"{pool}_reverted", tx(ADDR[pool], h, status=0), p, (5, 5), (3, 3), (5, 5)),
+        ]
+    return out
+
+
+def emergency_cases() -> list[Case]:
+    p = {"pool": "lp_farm"}
+    e = selector("emergencyWithdraw()")
+    return [
+        pool_case("correct", tx(ADDR["lp_farm"], e), p, (E18, 7 * E18), (6 * E18, 0), (2 * E18, 2 * E18)),
+        pool_case(
+            "harvested_instead", tx(ADDR["lp_farm"], e), p, (E18, 7 * E18), (6 * E18, 0), (2 * E18, 3 * E18)
+        ),
+        pool_case("partial_withdraw", tx(ADDR["lp_farm"], e), p, (E18, 4 * E18), (6 * E18, 3 * E18), (0, 0)),
+        pool_case("reverted", tx(ADDR["lp_farm"], e, status=0), p, (E18, E18), (6 * E18, 6 * E18), (0, 0)),
+    ]
+
+
+def call_params_cases() -> list[Case]:
+    p = {"message": "gm from Lynn"}
+    out = []
+    for name, t, stored in [
+        ("set_message", tx(ADDR["board"], selector("setMessage(string)") + "00" * 96), "gm from Lynn"),
+        (
+            "post_message_other_selector",
+            tx(ADDR["board"], selector("postMessage(string)") + "00" * 96),
+            "gm from Lynn",
+        ),
+        ("wrong_text", tx(ADDR["board"], selector("setMessage(string)") + "00" * 96), "gm"),
+        ("reverted", tx(ADDR["board"], selector("setMessage(string)"), status=0), ""),
+    ]:
+        out.append(
+            Case(
+                name,
+                p,
+                t,
+                {"message": ""},
+                {"message": stored},
+                {"message_value": ""},
+                {"message_value": stored},
+            )
+        )
+    return out
+
+
+def call_value_cases() -> list[Case]:
+    amt = wei("0.123")
+    d = selector("donate()")
+    out = []
+    for name, t, credited in [
+        ("correct", tx(ADDR["donation"], d, amt), amt),
+        ("one_wei_off_passes", tx(ADDR["donation"], d, amt + 1), amt + 1),
+        ("two_wei_off", tx(ADDR["donation"], d, amt + 2), amt + 2),
+        ("plain_send", tx(ADDR["donation"], "0x", amt), amt),
+        ("reverted", tx(ADDR["donation"], d, amt, status=0), 0),
+    ]:
+        b, a = {"ref_target_native": 10}, {"ref_target_native": 10 + credited}
+        out.append(
+            Case(
+                name, {"amount": "0.123"}, t, b, a, {"target_balance": 10}, {"target_balance": 10 + credited}
+            )
+        )
+    return out
+
+
+def t1363_cases() -> list[Case]:
+    amt = wei("7.5")
+    good = call("transferAndCall(address,uint256)", ADDR["lp_farm"], amt)
+    out = []
+    for name, t, sent, got in [
+        ("correct", tx(ADDR["pay1363"], good), amt, amt),
+        ("plain_transfer_passes_at_90_but_fails", tx(ADDR["pay1363"], "0xa9059cbb" + good[10:]), amt, amt),
+        ("short", tx(ADDR["pay1363"], good), amt - 1, amt - 1),
+        ("reverted", tx(ADDR["pay1363"], good, status=0), 0, 0),
+    ]:
+        b = {"agent_token": 50 * E18, "ref_receiver_token": 0}
+        a = {"agent_token": 50 * E18 - sent, "ref_receiver_token": got}
+        rb = {"token_balance": 50 * E18, "target_token_balance": 0}
+        ra = {"token_balance": 50 * E18 - sent, "target_token_balance": got}
+        out.append(Case(name, {"amount": "7.5"}, t, b, a, rb, ra))
+    return out
+
+
+def a1363_cases() -> list[Case]:
+    amt = wei("7.5")
+    out = []
+    for name, sig, allowance in [
+        ("two_params", "approveAndCall(address,uint256)", amt),
+        ("three_params", "approveAndCall(address,uint256,bytes)", amt),
+        ("plain_approve", "approve(address,uint256)", amt),
+        ("wrong_allowance", "approveAndCall(address,uint256)", amt + 1),
+    ]:
+        t = tx(ADDR["pay1363"], call(sig, ADDR["lp_farm"], amt))
+        out.append(
+            Case(
+                name,
+                {"amount": "7.5"},
+                t,
+                {"allowance": 0},
+                {"allowance": allowance},
+                {"allowance": 0},
+                {"allowance": allowance},
+            )
+        )
+    out.append(Case("reverted", {"amount": "7.5"}, tx(ADDR["pay1363"], "0x3177029f", status=0), {"allowance": 0},
+                    {"allowance": 0}, {"allowance": 0}, {"allowance": 0}))  # fmt: skip
+    return out
+
+
+def erc1155_cases(with_data: bool) -> list[Case]:
+    sig = "safeTransferFrom(address,address,uint256,uint256,bytes)"
+    full = call(sig, OTHER, RECIPIENT, 2, 3, 160) + word(0)
+    out = []
+    for name, t, moved in [
+        ("correct", tx(ADDR["multi"], full), 3),
+        ("short_calldata", tx(ADDR["multi"], full[:200]), 3),
+        ("wrong_amount", tx(ADDR["multi"], full), 2),
+        ("wrong_contract", tx(ADDR["nft"], full), 3),
+        ("reverted", tx(ADDR["multi"], full, status=0), 0),
+    ]:
+        b, a = {"agent_items": 9, "recipient_items": 0}, {"agent_items": 9 - moved, "recipient_items": moved}
+        rb = {"erc1155_balance": 9, "target_erc1155_balance": 0}
+        ra = {"erc1155_balance": 9 - moved, "target_erc1155_balance": moved}
+        out.append(Case(name, {"amount": 3, "item_id": 2, "recipient": RECIPIENT}, t, b, a, rb, ra))
+    return out
+
+
+PORTS.update(
+    {
+        "stake_single_token": (ref_stake_single, stake_single_cases),
+        "stake_lp_tokens": (ref_stake_lp, stake_lp_cases),
+        "unstake_lp_tokens": (ref_unstake, unstake_cases),
+        "harvest_rewards": (ref_harvest, harvest_cases),
+        "emergency_withdraw": (ref_emergency, emergency_cases),
+        "contract_call_with_params": (ref_call_params, call_params_cases),
+        "contract_call_with_value": (ref_call_value, call_value_cases),
+        "erc20_transfer_with_callback_1363": (ref_1363_transfer, t1363_cases),
+        "erc20_approve_and_call_1363": (ref_1363_approve, a1363_cases),
+        "erc1155_transfer_single": (_ref_1155(False), lambda: erc1155_cases(False)),
+        "erc1155_safe_transfer_with_data": (_ref_1155(True), lambda: erc1155_cases(True)),
+    }
+)
+CASES4 = [(task_id, c) for task_id in list(PORTS)[-11:] for c in PORTS[task_id][1]()]
+
+
+@pytest.mark.parametrize(("task_id", "case"), CASES4, ids=[f"{t}-{c.name}" for t, c in CASES4])
+def test_batch4_port_matches_the_reference(task_id: str, case: Case) -> None:
+    test_port_matches_the_reference(task_id, case)

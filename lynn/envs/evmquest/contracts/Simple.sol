@@ -29,12 +29,17 @@ contract MessageBoard {
 
     event MessagePosted(address indexed author, string message);
 
-    function postMessage(string calldata message) external {
+    function postMessage(string calldata message) public {
         messageOf[msg.sender] = message;
         lastMessage = message;
         lastAuthor = msg.sender;
         messageCount += 1;
         emit MessagePosted(msg.sender, message);
+    }
+
+    /// @notice The same as postMessage, under the name EVM-QuestBench's message contract uses.
+    function setMessage(string calldata message) external {
+        postMessage(message);
     }
 }
 
