@@ -6,7 +6,11 @@ Every world model here has the interface the env uses: ``predict(batch) -> list[
 - :class:`CopyModel` predicts no change (URL, title and page stay).
 - :class:`NearestNeighbourModel` retrieves the most similar training transition — same action kind, a
   target element of the same role and name, a page of the same URL pattern, a similar goal — and
-  returns *its* Δ unchanged (its hunks land on the current page through their anchor lines).
+  returns *its* Δ (its hunks land on the current page through their anchor lines), transferred to the
+  current step (``transfer=True``, :meth:`~NearestNeighbourModel.transferred`): the current link's URL
+  where the neighbour followed its link, the neighbour's element/row/field/goal strings replaced by the
+  current ones, and a neighbour that reloaded its page with few changes carried over as *edits* of the
+  current page (:func:`edit_transfer`) rather than as its own page.
 - :class:`PageMemory` keeps every page seen in training keyed by its URL (latest version wins). As a
   model on its own (:class:`MemoryModel`) it reads the next URL off the page (a link's ``/url:``, a
   ``goto``'s argument), answers with the remembered page when there is one, and falls back to the
@@ -16,6 +20,7 @@ Every world model here has the interface the env uses: ``predict(batch) -> list[
 from __future__ import annotations
 
 import copy
+import difflib
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -103,11 +108,14 @@ class NearestNeighbourModel:
 
     Args:
         transitions: training transition records (:mod:`lynn.envs.worldmodel.data`).
+        transfer: adapt the neighbour's Δ to the current step (see the module docstring); ``False`` gives
+            the neighbour's Δ with only ids and an unchanged URL made relative (:meth:`adapted`).
     """
 
     name = "nearest"
 
-    def __init__(self, transitions: Iterable[dict[str, Any]]) -> None:
+    def __init__(self, transitions: Iterable[dict[str, Any]], transfer: bool = True) -> None:
+        self.transfer = bool(transfer)
         self.rows = []
         for r in transitions:
             f = _features(r.get("goal", ""), r["obs"], r["action"])
@@ -160,8 +168,184 @@ class NearestNeighbourModel:
                 d.title = str(obs.get("title", ""))
         return d
 
+    def transferred(self, goal: str, obs: dict[str, Any], action: str, row: dict[str, Any]) -> Delta:
+        """:meth:`adapted`, then the neighbour's specifics swapped for this step's (analogy transfer): where
+        the neighbour followed its element's link (or ``goto`` target), this step's link is the URL; the
+        neighbour's strings of the acted-on element, its table row / list item, the page's field values
+        and the goal's quoted values are replaced in the written lines by this step's counterparts."""
+        d = self.adapted(obs, row)
+        if not self.transfer:
+            return d
+        nb_url = relative_url(str(row["next_obs"].get("url", "")), str(row["obs"].get("url", "")))
+        nb_link = predicted_url(row["obs"], row["action"])
+        cur_link = predicted_url(obs, action)
+        if nb_link and cur_link and nb_url == nb_link and d.url == nb_url:
+            d.url = cur_link
+        page = edit_transfer(obs, row) if self.transfer else None
+        if page is not None:
+            rel_obs = dict(obs, url=relative_url(str(obs.get("url", "")), str(obs.get("url", ""))))
+            nxt = {"url": d.url, "title": d.title, "axtree": page}
+            summary, d = d.summary, compute_delta(rel_obs, action, nxt)
+            d.summary = summary
+        subs = substitutions(
+            context_strings(row.get("goal", ""), row["obs"], row["action"]),
+            context_strings(goal, obs, action),
+        )
+        if subs:
+            d.title = _substitute(d.title, subs) if d.title is not None else None
+            d.summary = _substitute(d.summary, subs)
+            for h in d.hunks:
+                h.added = [_substitute(x, subs) for x in h.added]
+        return d
+
     def predict(self, batch: Sequence[Item]) -> list[str]:
-        return [self.adapted(o, self.neighbour(g, o, a)).to_text() for g, o, a in batch]
+        return [self.transferred(g, o, a, self.neighbour(g, o, a)).to_text() for g, o, a in batch]
+
+
+_LINE_ID = re.compile(r"^(\s*)\[(f\d+)?e(\d+)\] ")
+#: How much of its page (id-less lines) a neighbour must keep for its edits to be transferred as edits.
+EDIT_RATIO = 0.8
+
+
+def _keyed(axtree: str) -> list[tuple[str, int | None]]:
+    """(line without its element id, the id's number) per line."""
+    out: list[tuple[str, int | None]] = []
+    for line in axtree.split("\n"):
+        m = _LINE_ID.match(line)
+        out.append((m.group(1) + line[m.end() :], int(m.group(3))) if m else (line, None))
+    return out
+
+
+def edit_transfer(obs: dict[str, Any], row: dict[str, Any]) -> str | None:
+    """The next page as the neighbour's *edits* applied to this page, when the neighbour reloaded a page
+    that kept most of its lines (a message after a form post, a re-sorted listing): the neighbour's lines
+    compared without element ids (a new document renumbers them), its removals and insertions carried to
+    the matching places of this page, this page's own lines kept, every id renumbered by the neighbour's
+    offset at that place and given the next document's prefix. ``None`` when the neighbour stayed in its
+    document (the anchored Δ does that) or replaced most of its page."""
+    a_ax, b_ax = str(row["obs"].get("axtree", "")), str(row["next_obs"].get("axtree", ""))
+    fa, fb = page_frame(a_ax), page_frame(b_ax)
+    if fa == fb:
+        return None
+    a, b = _keyed(a_ax), _keyed(b_ax)
+    sm = difflib.SequenceMatcher(None, [k for k, _ in a], [k for k, _ in b], autojunk=False)
+    if sm.ratio() < EDIT_RATIO:
+        return None
+    keep = [False] * len(a)
+    offset: list[int | None] = [None] * len(a)
+    inserts: dict[int, list[tuple[str, int | None]]] = {}
+    for tag, i1, i2, j1, j2 in sm.get_opcodes():
+        if tag == "equal":
+            for t in range(i2 - i1):
+                na, nb = a[i1 + t][1], b[j1 + t][1]
+                keep[i1 + t] = True
+                offset[i1 + t] = nb - na if na is not None and nb is not None else None
+        elif j2 > j1:
+            inserts.setdefault(i1, []).extend(b[j1:j2])
+    last = 0
+    for i, o in enumerate(offset):
+        offset[i] = last if o is None else o
+        last = offset[i]
+    cur_ax = str(obs.get("axtree", ""))
+    c = _keyed(cur_ax)
+    frame = next_frame(page_frame(cur_ax))
+    cm = difflib.SequenceMatcher(None, [k for k, _ in c], [k for k, _ in a], autojunk=False)
+    cmap = {
+        i1 + t: j1 + t for tag, i1, i2, j1, _ in cm.get_opcodes() if tag == "equal" for t in range(i2 - i1)
+    }
+
+    def render(key: str, num: int | None) -> str:
+        if num is None:
+            return key
+        body = key.lstrip()
+        return f"{key[: len(key) - len(body)]}[{frame}e{num}] {body}"
+
+    pending = sorted(inserts)
+    out: list[str] = []
+    last = -1
+    for i, (key, num) in enumerate(c):
+        k = cmap.get(i)
+        pos = k if k is not None else last + 1  # this page's own lines sit after the last matched one
+        while pending and pending[0] <= pos:
+            out += [render(x, n) for x, n in inserts[pending.pop(0)]]
+        if k is not None:
+            last = k
+            if not keep[k]:
+                continue
+        off = offset[min(pos, len(a) - 1)] or 0
+        out.append(render(key, None if num is None else num + off))
+    for p in pending:
+        out += [render(x, n) for x, n in inserts[p]]
+    return "\n".join(out)
+
+
+_QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
+_FIELD_VALUE = re.compile(r'^\s*\[[^\]]+\] (textbox|searchbox|spinbutton) "([^"]*)": (.+)$')
+_GOAL_VALUE = re.compile(r"“([^”]+)”|\"([^\"]+)\"|'([^']{2,})'|(\$?\d+(?:[.,]\d+)+|\$\d+)")
+_CONTAINERS = ("row", "listitem", "article")
+
+
+def context_strings(goal: str, obs: dict[str, Any], action: str) -> dict[tuple, str]:
+    """The strings that make one step specific, keyed by their place: the acted-on element's name and its
+    row's (table row, list item, article) quoted strings in order, text field values by field, the goal's
+    quoted values and numbers in order."""
+    out: dict[tuple, str] = {}
+    lines = str(obs.get("axtree", "")).split("\n")
+    bid = action_target(action)
+    tag = f"[{bid}] " if bid else None
+    at = next((i for i, x in enumerate(lines) if tag and x.lstrip().startswith(tag)), None)
+    if at is not None:
+        name = _QUOTED.search(lines[at])
+        if name and name.group(1):
+            out[("target",)] = name.group(1)
+        depth, lo = len(lines[at]) - len(lines[at].lstrip()), None
+        for j in range(at - 1, max(-1, at - 40), -1):
+            s = lines[j].lstrip()
+            d = len(lines[j]) - len(s)
+            if d < depth:
+                depth = d
+                role = re.sub(r"^\[[^\]]+\] ", "", s).split(" ", 1)[0].rstrip(":")
+                if role in _CONTAINERS:
+                    lo = j
+                    break
+        if lo is not None:
+            k = 0
+            base = len(lines[lo]) - len(lines[lo].lstrip())
+            for x in lines[lo + 1 :]:
+                if len(x) - len(x.lstrip()) <= base:
+                    break
+                for m in _QUOTED.finditer(x):
+                    if m.group(1):
+                        out[("row", k)] = m.group(1)
+                        k += 1
+    for x in lines:
+        m = _FIELD_VALUE.match(x)
+        if m:
+            out[("field", m.group(1), m.group(2))] = m.group(3).strip()
+    for k, m in enumerate(_GOAL_VALUE.finditer(goal or "")):
+        v = next(g for g in m.groups() if g)
+        out[("goal", k)] = v
+    return out
+
+
+def substitutions(nb: dict[tuple, str], cur: dict[tuple, str]) -> list[tuple[str, str]]:
+    """(neighbour string, this step's string) pairs for the places both have, longest first; a neighbour
+    string mapped to two different strings is dropped (ambiguous)."""
+    pairs: dict[str, str | None] = {}
+    for key, a in nb.items():
+        b = cur.get(key)
+        if b is None or a == b or len(a) < 2:
+            continue
+        pairs[a] = b if pairs.get(a, b) == b else None
+    return sorted(((a, b) for a, b in pairs.items() if b is not None), key=lambda p: -len(p[0]))
+
+
+def _substitute(text: str, subs: list[tuple[str, str]]) -> str:
+    if not text:
+        return text
+    pat = re.compile("|".join(re.escape(a) for a, _ in subs))
+    table = dict(subs)
+    return pat.sub(lambda m: table[m.group(0)], text)
 
 
 def next_frame(frame: str) -> str:
@@ -250,7 +434,7 @@ class MemoryModel:
     def predict(self, batch: Sequence[Item]) -> list[str]:
         out = []
         for goal, obs, action in batch:
-            nn_text = self.nn.adapted(obs, self.nn.neighbour(goal, obs, action)).to_text()
+            nn_text = self.nn.transferred(goal, obs, action, self.nn.neighbour(goal, obs, action)).to_text()
             url = predicted_url(obs, action)
             page = self.memory.get(url) if url else None
             cur = relative_url(str(obs.get("url", "")), str(obs.get("url", "")))
