@@ -27,9 +27,25 @@ publishing every ``κ`` updates; stale ones are dropped and counted.
 
 Backends: ``local`` runs each worker in its own process (``spawn``); ``ray`` runs each as a Ray
 actor (``address=`` joins an existing cluster, otherwise a local Ray is started and stopped with
-this object) and publishes weights through Ray's object store (one ``ray.put`` per version; a
-worker fetches a version only when it is newer than the one it holds). A worker that dies is
-replaced; its rollout in flight is counted in ``stats.lost``.
+this object). A worker that dies is replaced; its rollout in flight is counted in ``stats.lost``.
+
+Weight publication (every ``κ`` updates), ``broadcast=``:
+
+- ``direct`` (default): the learner sends each worker the snapshot itself — a pickled blob with
+  the worker's next request (``local``) or one ``ray.put`` per version that each actor fetches
+  (``ray``); a worker receives a version only when it is newer than the one it holds;
+- ``chain``: ECHO-2's peer-assisted pipelined broadcast. The learner cuts the pickled snapshot into
+  ``chunk_bytes`` chunks and sends each **once**, to the first worker of a chain; every worker
+  relays each chunk to the next one as soon as it has it (relay threads in each worker process
+  behind a Unix socket per worker, one stream per sender, on ``local``; a threaded actor method
+  passing the bytes on, on ``ray``), while it goes on generating. A request names the version; the worker waits until it
+  holds every chunk of it (``stats.weight_wait_s`` sums that wait). When a worker dies, the newest
+  version is sent again along the rest of the chain from its replacement, so no worker downstream
+  of the dead relay waits for chunks that will never come. ``pool.learner_sent_bytes`` counts
+  what left the learner (the model once per version, against ``N`` times for ``direct``).
+
+Versions are keyed internally by a publication counter that never restarts, so a second
+:meth:`ActorLearner.run` (whose versions start again at 0) never reuses a worker's old weights.
 """
 
 from __future__ import annotations
@@ -50,9 +66,11 @@ from typing import Any, Protocol
 from lynn.raytools import ray_init
 from lynn.wrappers.echo.core import Coordinator, EchoStats, Rollout
 
-__all__ = ["BACKENDS", "ActorLearner", "LearnerProtocol", "WorkerProtocol"]
+__all__ = ["BACKENDS", "BROADCASTS", "ActorLearner", "LearnerProtocol", "WorkerProtocol"]
 
 BACKENDS = ("local", "ray")
+BROADCASTS = ("direct", "chain")
+CHUNK_BYTES = 1 << 20
 log = logging.getLogger("lynn.echo")
 
 
@@ -72,12 +90,189 @@ _ERROR = "__echo_worker_error__"
 Event = tuple[Any, ...]
 
 
+# --- chain broadcast: what each worker keeps ---------------------------------------------------
+class _ChainStore:
+    """Chunks of published snapshots, assembled per publication key; waits for a complete one.
+
+    ``relay(key, k, n, chunk, route)`` stores chunk ``k`` of ``n`` and returns what to forward
+    (the same chunk to ``route[0]`` with ``route[1:]``), even for a key already complete, so a
+    re-sent version always reaches the end of the chain.
+    """
+
+    def __init__(self, keep: int = 4) -> None:
+        self.keep = keep
+        self.parts: dict[int, dict[int, bytes]] = {}
+        self.complete: dict[int, bytes] = {}
+        self.cond = threading.Condition()
+
+    def add(self, key: int, k: int, n: int, chunk: bytes) -> None:
+        with self.cond:
+            if key in self.complete:
+                return
+            parts = self.parts.setdefault(key, {})
+            parts[k] = chunk
+            if len(parts) == n:
+                self.complete[key] = b"".join(parts[i] for i in range(n))
+                del self.parts[key]
+                for old in sorted(self.complete)[: -self.keep]:
+                    del self.complete[old]
+                for old in [x for x in self.parts if x < key]:  # an older one can no longer be asked for
+                    del self.parts[old]
+                self.cond.notify_all()
+
+    def wait(self, key: int, timeout: float) -> tuple[Any, float]:
+        """The weights published under ``key`` (unpickled) and the seconds spent waiting for them."""
+        t0 = time.perf_counter()
+        with self.cond:
+            if not self.cond.wait_for(lambda: key in self.complete, timeout=timeout):
+                have = sorted(self.complete)
+                raise TimeoutError(
+                    f"chain broadcast: publication {key} not complete after {timeout:.0f}s "
+                    f"(complete: {have}, partial: { {x: len(p) for x, p in self.parts.items()} })"
+                )
+            blob = self.complete[key]
+        return pickle.loads(blob), time.perf_counter() - t0
+
+
+def _chunks(blob: bytes, chunk_bytes: int) -> list[bytes]:
+    return [blob[i : i + chunk_bytes] for i in range(0, len(blob), chunk_bytes)] or [b""]
+
+
+class _Link:
+    """One sender's connection to a worker's relay socket (reconnects after the worker restarts).
+
+    Every sender has its own stream to each receiver, so nothing is shared between processes: a
+    worker killed mid-message leaves no lock held and corrupts no one else's stream.
+    """
+
+    def __init__(self, address: str, retry_s: float) -> None:
+        self.address, self.retry_s = address, retry_s
+        self.conn: Connection | None = None
+
+    def send(self, msg: Any) -> bool:
+        """Send ``msg``; on failure reconnect and retry for up to ``retry_s``. False if it never went."""
+        from multiprocessing.connection import Client
+
+        deadline = time.monotonic() + self.retry_s
+        while True:
+            try:
+                if self.conn is None:
+                    self.conn = Client(self.address, family="AF_UNIX")
+                self.conn.send(msg)
+                return True
+            except (OSError, EOFError):
+                if self.conn is not None:
+                    try:
+                        self.conn.close()
+                    except OSError:
+                        pass
+                    self.conn = None
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(0.05)
+
+    def close(self) -> None:
+        if self.conn is not None:
+            try:
+                self.conn.close()
+            except OSError:
+                pass
+            self.conn = None
+
+
+def _relay_server(index: int, store: _ChainStore, addresses: list[str], retry_s: float) -> None:
+    """Worker side of the chain: accept senders on our socket; keep each chunk and pass it on."""
+    from multiprocessing.connection import Listener
+
+    address = addresses[index]
+    if os.path.exists(address):
+        os.unlink(address)  # our predecessor's socket (a restarted worker binds the same path)
+    listener = Listener(address, family="AF_UNIX")
+    links: dict[int, _Link] = {}
+    send_lock = threading.Lock()
+
+    def serve(conn: Connection) -> None:
+        while True:
+            try:
+                key, k, n, chunk, route = conn.recv()
+            except (EOFError, OSError):
+                conn.close()
+                return
+            store.add(key, k, n, chunk)  # first: a dead successor must not delay our own copy
+            if route:
+                with send_lock:
+                    link = links.setdefault(route[0], _Link(addresses[route[0]], retry_s))
+                    # A successor that stays down loses the chunk; the learner re-sends the newest
+                    # version from its replacement (LocalPool._restart).
+                    link.send((key, k, n, chunk, route[1:]))
+
+    def accept() -> None:
+        while True:
+            try:
+                conn = listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=serve, args=(conn,), name="echo-relay", daemon=True).start()
+
+    threading.Thread(target=accept, name="echo-relay-accept", daemon=True).start()
+
+
+class _Uplink:
+    """The learner's uplink (local chain): a thread that sends chunks to the head of each route."""
+
+    def __init__(self, addresses: list[str], retry_s: float) -> None:
+        import queue
+
+        self.addresses, self.retry_s = addresses, retry_s
+        self.links: dict[int, _Link] = {}
+        self.q: queue.Queue[Any] = queue.Queue()
+        self.thread = threading.Thread(target=self._loop, name="echo-uplink", daemon=True)
+        self.thread.start()
+
+    def put(self, first: int, msg: Any) -> None:
+        self.q.put((first, msg))
+
+    def _loop(self) -> None:
+        while True:
+            item = self.q.get()
+            if item is None:
+                return
+            first, msg = item
+            link = self.links.setdefault(first, _Link(self.addresses[first], self.retry_s))
+            if not link.send(msg):
+                log.warning(
+                    "chain broadcast: worker %d unreachable for %.0fs; chunk dropped", first, self.retry_s
+                )
+
+    def close(self) -> None:
+        self.q.put(None)
+        self.thread.join(timeout=5)
+        for link in self.links.values():
+            link.close()
+
+
 # --- local backend: one process per worker -----------------------------------------------------
-def _local_worker(index: int, make_worker: Any, pipe: Connection) -> None:
-    """Serve rollout requests: (rollout_id, version, weights blob or None, seed)."""
+def _local_worker(
+    index: int,
+    make_worker: Any,
+    pipe: Connection,
+    addresses: list[str] | None = None,
+    bcast_timeout: float = 300.0,
+) -> None:
+    """Serve rollout requests: (rollout_id, publication key, weights blob or None, seed).
+
+    With ``addresses`` (chain broadcast) weights arrive as chunks on our socket
+    ``addresses[index]`` and are relayed by threads; a request with no blob for a key this worker
+    does not hold waits for that key.
+    """
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent owns Ctrl-C and shuts us down
     try:
+        store = None
+        if addresses is not None:
+            store = _ChainStore()
+            _relay_server(index, store, addresses, retry_s=min(5.0, bcast_timeout))
         worker = pickle.loads(make_worker)(index)
+        held = -1
         while True:
             try:
                 msg = pipe.recv()
@@ -85,11 +280,17 @@ def _local_worker(index: int, make_worker: Any, pipe: Connection) -> None:
                 return
             if msg is None:
                 return
-            rollout_id, version, blob, seed = msg
+            rollout_id, key, blob, seed = msg
+            waited = 0.0
             if blob is not None:
                 worker.set_weights(pickle.loads(blob))
+                held = key
+            elif store is not None and key != held:
+                weights, waited = store.wait(key, bcast_timeout)
+                worker.set_weights(weights)
+                held = key
             data = worker.rollout(seed)
-            pipe.send((rollout_id, version, data))
+            pipe.send((rollout_id, waited, data))
     except Exception:  # a bug in user code: report it (the run stops), do not pass it off as a crash
         try:
             pipe.send((_ERROR, None, traceback.format_exc(limit=10)))
@@ -98,32 +299,74 @@ def _local_worker(index: int, make_worker: Any, pipe: Connection) -> None:
 
 
 class LocalPool:
-    """Worker processes on this machine, talking over pipes."""
+    """Worker processes on this machine, talking over pipes.
+
+    Args:
+        make_worker: the worker factory.
+        num_workers: processes.
+        context: multiprocessing start method.
+        broadcast: ``direct`` (the snapshot goes with a worker's next request) or ``chain``
+            (chunks relayed worker to worker through per-worker inbox queues).
+        chunk_bytes: chunk size for ``chain``.
+        bcast_timeout: seconds a worker waits for a version's chunks before it reports an error.
+    """
 
     backend = "local"
 
     def __init__(
-        self, make_worker: Callable[[int], WorkerProtocol], num_workers: int, context: str = "spawn"
+        self,
+        make_worker: Callable[[int], WorkerProtocol],
+        num_workers: int,
+        context: str = "spawn",
+        broadcast: str = "direct",
+        chunk_bytes: int = CHUNK_BYTES,
+        bcast_timeout: float = 300.0,
     ) -> None:
         import cloudpickle
 
+        if broadcast not in BROADCASTS:
+            raise ValueError(f"broadcast must be one of {BROADCASTS}, got {broadcast!r}")
+        if chunk_bytes < 1:
+            raise ValueError("chunk_bytes must be >= 1")
         self._factory = cloudpickle.dumps(make_worker)
         self._ctx = mp.get_context(context)
         self.num_workers = num_workers
+        self.broadcast, self.chunk_bytes, self.bcast_timeout = broadcast, chunk_bytes, bcast_timeout
+        self._addresses: list[str] | None = None
+        self._uplink: _Uplink | None = None
+        self._sockdir: str | None = None
+        if broadcast == "chain":  # one relay socket per worker, the same path across restarts
+            import tempfile
+
+            self._sockdir = tempfile.mkdtemp(prefix="echo-chain-")
+            self._addresses = [os.path.join(self._sockdir, f"w{i}.sock") for i in range(num_workers)]
+            self._uplink = _Uplink(self._addresses, retry_s=bcast_timeout)
         self._procs: list[Any] = [None] * num_workers
         self._pipes: list[Connection | None] = [None] * num_workers
-        self._held = [-1] * num_workers  # version each worker holds
+        self._held = [-1] * num_workers  # publication key each worker holds (direct)
+        self._asked: dict[int, int] = {}  # worker -> version of its request in flight
         self._busy: set[int] = set()
-        self._weights: dict[int, bytes] = {}
+        self._weights: dict[int, bytes] = {}  # version -> blob (direct) or the newest blob (chain)
+        self._keys: dict[int, int] = {}  # version -> publication key (a counter that never restarts)
+        self._next_key = 0
+        self._last: tuple[int, list[bytes]] | None = None  # chain: newest (key, chunks), for re-sends
+        self.learner_sent_bytes = 0
+        self.weight_wait_s = 0.0
+        self.publications = 0
         self.restarts = 0
         for i in range(num_workers):
             self._start(i)
-        self._finalizer = weakref.finalize(self, LocalPool._shutdown, self._procs, self._pipes)
+        self._finalizer = weakref.finalize(
+            self, LocalPool._shutdown, self._procs, self._pipes, self._uplink, self._sockdir
+        )
 
     def _start(self, i: int) -> None:
         parent, child = self._ctx.Pipe()
         proc = self._ctx.Process(
-            target=_local_worker, args=(i, self._factory, child), daemon=True, name=f"echo-worker-{i}"
+            target=_local_worker,
+            args=(i, self._factory, child, self._addresses, self.bcast_timeout),
+            daemon=True,
+            name=f"echo-worker-{i}",
         )
         proc.start()
         child.close()
@@ -131,24 +374,49 @@ class LocalPool:
         self._held[i] = -1
 
     def publish(self, version: int, weights: Any) -> None:
-        self._weights[version] = pickle.dumps(weights, protocol=pickle.HIGHEST_PROTOCOL)
-        for old in [v for v in self._weights if v < version]:
-            if old not in self._held:
-                del self._weights[old]
+        key = self._next_key
+        self._next_key += 1
+        self._keys[version] = key
+        for old in [v for v in self._keys if v < version - 1 and v not in self._asked.values()]:
+            del self._keys[old]
+        self.publications += 1
+        blob = pickle.dumps(weights, protocol=pickle.HIGHEST_PROTOCOL)
+        if self.broadcast == "chain":
+            self._last = (key, _chunks(blob, self.chunk_bytes))
+            self._send_chain(list(range(self.num_workers)))
+            return
+        self._weights[version] = blob  # requests always name the newest version (Coordinator)
+        for old in [v for v in self._weights if v not in self._keys]:
+            del self._weights[old]
+
+    def _send_chain(self, route: list[int]) -> None:
+        """Send the newest snapshot's chunks once, to ``route[0]``, to be relayed along ``route``."""
+        if self._last is None or not route or self._uplink is None:
+            return
+        key, chunks = self._last
+        first, rest = route[0], tuple(route[1:])
+        for k, chunk in enumerate(chunks):
+            self._uplink.put(first, (key, k, len(chunks), chunk, rest))
+            self.learner_sent_bytes += len(chunk)
 
     def idle(self) -> list[int]:
         return [i for i in range(self.num_workers) if i not in self._busy and self._pipes[i] is not None]
 
     def submit(self, worker: int, rollout_id: int, version: int, seed: int) -> None:
-        blob = self._weights[version] if self._held[worker] != version else None
+        key = self._keys[version]
+        blob = None
+        if self.broadcast == "direct" and self._held[worker] != key:
+            blob = self._weights[version]
+            self.learner_sent_bytes += len(blob)
         pipe = self._pipes[worker]
         assert pipe is not None
         self._busy.add(worker)
+        self._asked[worker] = version
         try:
-            pipe.send((rollout_id, version, blob, seed))
+            pipe.send((rollout_id, key, blob, seed))
         except (BrokenPipeError, OSError):
             pass  # reported as lost by the next poll (the pipe reads EOF)
-        self._held[worker] = version
+        self._held[worker] = key
 
     def poll(self, timeout: float) -> list[Event]:
         pipes = {self._pipes[i]: i for i in self._busy if self._pipes[i] is not None}
@@ -159,8 +427,9 @@ class LocalPool:
         for conn in wait(list(pipes), timeout=timeout):
             i = pipes[conn]  # type: ignore[index]
             self._busy.discard(i)
+            version = self._asked.pop(i, -1)
             try:
-                rollout_id, version, data = conn.recv()  # type: ignore[union-attr]
+                rollout_id, waited, data = conn.recv()  # type: ignore[union-attr]
             except (EOFError, OSError):
                 code = self._procs[i].exitcode if self._procs[i] is not None else None
                 events.append(("lost", i, f"worker process exited (code {code})"))
@@ -168,6 +437,7 @@ class LocalPool:
                 continue
             if rollout_id == _ERROR:
                 raise RuntimeError(f"Echo worker {i} raised an exception:\n{data}")
+            self.weight_wait_s += waited
             events.append(("done", i, rollout_id, version, data))
         return events
 
@@ -182,6 +452,8 @@ class LocalPool:
                 proc.join(timeout=2)
         self.restarts += 1
         self._start(i)
+        # Chunks the dead relay took but never passed on: send the newest version again from here.
+        self._send_chain(list(range(i, self.num_workers)))
 
     def kill(self, worker: int) -> None:
         """Fault injection: SIGKILL worker ``worker``'s process."""
@@ -193,7 +465,11 @@ class LocalPool:
         return [p.pid for p in self._procs if p is not None]
 
     @staticmethod
-    def _shutdown(procs: list[Any], pipes: list[Any]) -> None:
+    def _shutdown(
+        procs: list[Any], pipes: list[Any], uplink: _Uplink | None = None, sockdir: str | None = None
+    ) -> None:
+        if uplink is not None:
+            uplink.close()
         for pipe in pipes:
             if pipe is not None:
                 try:
@@ -210,6 +486,10 @@ class LocalPool:
         for pipe in pipes:
             if pipe is not None:
                 pipe.close()
+        if sockdir is not None:
+            import shutil
+
+            shutil.rmtree(sockdir, ignore_errors=True)
 
     def close(self) -> None:
         self._finalizer()
@@ -217,29 +497,44 @@ class LocalPool:
 
 # --- ray backend: one actor per worker ---------------------------------------------------------
 class _RayWorkerImpl:
-    """Body of the Ray actor (wrapped with ``ray.remote`` at run time so Ray stays optional)."""
+    """Body of the Ray actor (wrapped with ``ray.remote`` at run time so Ray stays optional).
 
-    def __init__(self, index: int, make_worker: Any) -> None:
+    With the chain broadcast the actor is threaded (``max_concurrency`` > 1) so ``receive`` (a
+    chunk, relayed on at once) runs while ``rollout`` generates or waits for a version.
+    """
+
+    def __init__(self, index: int, make_worker: Any, bcast_timeout: float = 300.0) -> None:
         self.worker = make_worker(index)
-        self.version = -1
+        self.key = -1
+        self.store = _ChainStore()
+        self.bcast_timeout = bcast_timeout
+
+    def receive(self, key: int, k: int, n: int, chunk: bytes, route: tuple[Any, ...]) -> None:
+        if route:  # pass the bytes on to the next actor (by value: the peer relays, not the learner)
+            route[0].receive.remote(key, k, n, chunk, route[1:])
+        self.store.add(key, k, n, chunk)
 
     def rollout(
-        self, rollout_id: int, version: int, weights_ref: list[Any], seed: int
-    ) -> tuple[int, int, Any]:
+        self, rollout_id: int, key: int, weights_ref: list[Any] | None, seed: int
+    ) -> tuple[int, float, Any]:
         import ray
 
-        if version != self.version:
-            # The ref is wrapped in a list so Ray does not resolve it eagerly: fetch only when new.
-            self.worker.set_weights(ray.get(weights_ref[0]))
-            self.version = version
-        return rollout_id, version, self.worker.rollout(seed)
+        waited = 0.0
+        if key != self.key:
+            if weights_ref is None:  # chain: wait until every chunk of this publication is here
+                weights, waited = self.store.wait(key, self.bcast_timeout)
+            else:  # the ref is wrapped in a list so Ray does not resolve it eagerly: fetch only when new
+                weights = ray.get(weights_ref[0])
+            self.worker.set_weights(weights)
+            self.key = key
+        return rollout_id, waited, self.worker.rollout(seed)
 
     def pid(self) -> int:
         return os.getpid()
 
 
 class RayPool:
-    """Workers as Ray actors; weights go through the object store."""
+    """Workers as Ray actors; weights through the object store (``direct``) or relayed (``chain``)."""
 
     backend = "ray"
 
@@ -251,33 +546,71 @@ class RayPool:
         num_cpus: int | None = None,
         temp_dir: str | None = None,
         actor_options: dict[str, Any] | None = None,
+        broadcast: str = "direct",
+        chunk_bytes: int = CHUNK_BYTES,
+        bcast_timeout: float = 300.0,
     ) -> None:
         import ray
 
+        if broadcast not in BROADCASTS:
+            raise ValueError(f"broadcast must be one of {BROADCASTS}, got {broadcast!r}")
+        if chunk_bytes < 1:
+            raise ValueError("chunk_bytes must be >= 1")
         self._ray = ray
         self._owns_ray = ray_init(address, num_cpus, temp_dir)
-        self._cls = ray.remote(_RayWorkerImpl).options(num_cpus=0, **(actor_options or {}))
+        opts: dict[str, Any] = {"num_cpus": 0, **(actor_options or {})}
+        if broadcast == "chain":
+            opts.setdefault("max_concurrency", 4)
+        self._cls = ray.remote(_RayWorkerImpl).options(**opts)
         self._make = make_worker
         self.num_workers = num_workers
-        self._actors: list[Any] = [self._cls.remote(i, make_worker) for i in range(num_workers)]
-        self._futures: dict[Any, int] = {}
+        self.broadcast, self.chunk_bytes, self.bcast_timeout = broadcast, chunk_bytes, bcast_timeout
+        self._actors: list[Any] = [
+            self._cls.remote(i, make_worker, bcast_timeout) for i in range(num_workers)
+        ]
+        self._futures: dict[Any, tuple[int, int]] = {}  # future -> (worker, version)
         self._refs: dict[int, Any] = {}
+        self._keys: dict[int, int] = {}
+        self._next_key = 0
+        self._last: tuple[int, list[bytes]] | None = None
+        self.learner_sent_bytes = 0
+        self.weight_wait_s = 0.0
+        self.publications = 0
         self.restarts = 0
 
     def publish(self, version: int, weights: Any) -> None:
+        key = self._next_key
+        self._next_key += 1
+        self._keys[version] = key
+        self.publications += 1
+        for old in [v for v in self._keys if v < version - 1]:
+            del self._keys[old]
+        if self.broadcast == "chain":
+            blob = pickle.dumps(weights, protocol=pickle.HIGHEST_PROTOCOL)
+            self._last = (key, _chunks(blob, self.chunk_bytes))
+            self._send_chain(list(range(self.num_workers)))
+            return
         self._refs[version] = self._ray.put(weights)
-        busy_versions = set(self._refs) - {version}
-        for old in busy_versions:  # older snapshots go once no request can still ask for them
-            if old < version - 1:
-                del self._refs[old]
+        for old in [v for v in self._refs if v not in self._keys]:
+            del self._refs[old]  # older snapshots go once no request can still ask for them
+
+    def _send_chain(self, route: list[int]) -> None:
+        if self._last is None or not route:
+            return
+        key, chunks = self._last
+        rest = tuple(self._actors[j] for j in route[1:])
+        for k, chunk in enumerate(chunks):
+            self._actors[route[0]].receive.remote(key, k, len(chunks), chunk, rest)
+            self.learner_sent_bytes += len(chunk)
 
     def idle(self) -> list[int]:
-        busy = set(self._futures.values())
+        busy = {w for w, _ in self._futures.values()}
         return [i for i in range(self.num_workers) if i not in busy]
 
     def submit(self, worker: int, rollout_id: int, version: int, seed: int) -> None:
-        fut = self._actors[worker].rollout.remote(rollout_id, version, [self._refs[version]], seed)
-        self._futures[fut] = worker
+        ref = None if self.broadcast == "chain" else [self._refs[version]]
+        fut = self._actors[worker].rollout.remote(rollout_id, self._keys[version], ref, seed)
+        self._futures[fut] = (worker, version)
 
     def poll(self, timeout: float) -> list[Event]:
         if not self._futures:
@@ -286,14 +619,17 @@ class RayPool:
         ready, _ = self._ray.wait(list(self._futures), num_returns=len(self._futures), timeout=timeout)
         events: list[Event] = []
         for fut in ready:
-            i = self._futures.pop(fut)
+            i, version = self._futures.pop(fut)
             try:
-                rollout_id, version, data = self._ray.get(fut)
+                rollout_id, waited, data = self._ray.get(fut)
             except (self._ray.exceptions.RayActorError, self._ray.exceptions.ActorDiedError) as exc:
                 events.append(("lost", i, f"ray actor died ({type(exc).__name__})"))
                 self.restarts += 1
-                self._actors[i] = self._cls.remote(i, self._make)
+                self._actors[i] = self._cls.remote(i, self._make, self.bcast_timeout)
+                # The dead relay's chunks never reached the workers after it: send again from here.
+                self._send_chain(list(range(i, self.num_workers)))
                 continue
+            self.weight_wait_s += waited
             events.append(("done", i, rollout_id, version, data))
         return events
 
@@ -340,6 +676,10 @@ class ActorLearner:
         max_consecutive_failures: a worker that dies this many times in a row without finishing a
             rollout stops the run with an error (a crash loop is a bug, not bad luck). An exception
             raised by the worker's own code stops the run at once, on both backends.
+        broadcast: weight publication, ``direct`` or ``chain`` (see the module docstring).
+        chunk_bytes: chunk size of the chain broadcast.
+        bcast_timeout: seconds a worker waits for a published version's chunks before the run
+            stops with an error.
     """
 
     def __init__(
@@ -360,11 +700,16 @@ class ActorLearner:
         order: str = "freshest",
         context: str = "spawn",
         max_consecutive_failures: int = 5,
+        broadcast: str = "direct",
+        chunk_bytes: int = CHUNK_BYTES,
+        bcast_timeout: float = 300.0,
     ) -> None:
         if backend not in BACKENDS:
             raise ValueError(f"backend must be one of {BACKENDS}, got {backend!r}")
         if num_workers < 1:
             raise ValueError("num_workers must be at least 1")
+        if broadcast not in BROADCASTS:
+            raise ValueError(f"broadcast must be one of {BROADCASTS}, got {broadcast!r}")
         # Validates mode/staleness/kappa before any process starts.
         Coordinator(mode, rollouts_per_update, staleness, kappa, order)
         self.mode, self.R, self.S, self.kappa, self.order = mode, rollouts_per_update, staleness, kappa, order
@@ -373,10 +718,22 @@ class ActorLearner:
         self.num_workers = num_workers
         self.max_consecutive_failures = max_consecutive_failures
         if backend == "local":
-            self.pool: LocalPool | RayPool = LocalPool(make_worker, num_workers, context)
+            self.pool: LocalPool | RayPool = LocalPool(
+                make_worker, num_workers, context, broadcast, chunk_bytes, bcast_timeout
+            )
         else:
-            self.pool = RayPool(make_worker, num_workers, address, ray_num_cpus, ray_temp_dir)
+            self.pool = RayPool(
+                make_worker,
+                num_workers,
+                address,
+                ray_num_cpus,
+                ray_temp_dir,
+                broadcast=broadcast,
+                chunk_bytes=chunk_bytes,
+                bcast_timeout=bcast_timeout,
+            )
         self.backend = backend
+        self.broadcast = broadcast
         self.coordinator: Coordinator | None = None
         self.loss_reports: list[str] = []
 
@@ -403,6 +760,7 @@ class ActorLearner:
         stop = threading.Event()
         errors: list[BaseException] = []
         restarts0 = self.pool.restarts
+        sent0, wait0 = self.pool.learner_sent_bytes, self.pool.weight_wait_s
         failures = [0] * self.num_workers  # consecutive losses per worker
         validate = getattr(self.learner, "validate", None)
         self.refusals: list[str] = []
@@ -508,6 +866,9 @@ class ActorLearner:
         coord.fill(stats)
         stats.rollouts_per_s = coord.generated / stats.wall_s if stats.wall_s > 0 else 0.0
         stats.worker_restarts = self.pool.restarts - restarts0
+        stats.broadcast = self.broadcast
+        stats.learner_sent_bytes = self.pool.learner_sent_bytes - sent0
+        stats.weight_wait_s = self.pool.weight_wait_s - wait0
         return stats
 
     def close(self) -> None:

@@ -60,6 +60,9 @@ class EchoStats:
     leftover: int = 0
     worker_restarts: int = 0
     publishes: int = 0
+    broadcast: str = "direct"
+    learner_sent_bytes: int = 0
+    weight_wait_s: float = 0.0
     staleness_hist: dict[int, int] = field(default_factory=dict)
     metrics: list[dict[str, float]] = field(default_factory=list)
 

@@ -9,6 +9,10 @@ Modes:
 - ``push_pull``: workers keep generating with the newest published weights; the learner consumes
   groups with staleness ``≤ S`` (``--staleness``) and publishes every ``κ`` updates (``--kappa``).
 
+In both Echo modes the weights go out through the **chain broadcast** by default
+(``GRPOTrainConfig.broadcast="chain"``: the learner sends each snapshot once, workers relay it; see
+:mod:`lynn.wrappers.echo.actor_learner`); ``"direct"`` sends it to every worker from the learner.
+
 The learner is :class:`lynn.agents.llm.grpo.GRPOLearner`; workers are
 :class:`lynn.agents.llm.rollouts.RolloutWorker` on real ``Lynn/EVMQuest-v0`` atomic tasks, train seeds
 (≥ 100000) only. Writes to ``--out``: ``checkpoints/update-N`` (model + optimiser, ``--resume``
@@ -64,6 +68,7 @@ class GRPOTrainConfig:
     tasks: list[str] | None = None
     seed: int = 0
     backend: str = "local"
+    broadcast: str = "chain"
     checkpoint_every: int = 5
     resume: bool = False
     time_budget_s: float | None = None
@@ -260,6 +265,7 @@ def train_grpo(cfg: GRPOTrainConfig) -> dict[str, Any]:
                 staleness=cfg.staleness if cfg.mode == "push_pull" else 0,
                 kappa=cfg.kappa if cfg.mode == "push_pull" else 1,
                 backend=cfg.backend,
+                broadcast=cfg.broadcast,
                 seed=_seed_base(cfg, learner.version),
             )
             try:
