@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from lynn.envs.evmquest.logic import Check, Ctx, selector, wei
@@ -90,6 +91,7 @@ class RefTask:
     threshold: int | None = None  # None: every check must pass
     gated: bool = True  # a failed transaction ends validation with score 0
     query: RefQuery | None = None  # a query validator (its own scoring, see :func:`_score_query`)
+    share_score: bool = False  # score = 100 x the share of checks passed (remove_liquidity_*)
 
 
 def _gas_limit(v: Ctx) -> int:
@@ -849,6 +851,215 @@ ATOMIC.update(
 )
 
 
+# ----------------------------------------------------------------------------- batch 5: swaps, liquidity
+ROUTER_SIGS = {
+    "swap_exact_bnb_for_tokens": "swapExactETHForTokens(uint256,address[],address,uint256)",
+    "swap_exact_tokens_for_bnb": "swapExactTokensForETH(uint256,uint256,address[],address,uint256)",
+    "swap_exact_tokens_for_tokens": "swapExactTokensForTokens(uint256,uint256,address[],address,uint256)",
+    "swap_multihop_routing": "swapExactTokensForTokens(uint256,uint256,address[],address,uint256)",
+    "swap_tokens_for_exact_tokens": "swapTokensForExactTokens(uint256,uint256,address[],address,uint256)",
+    "add_liquidity_bnb_token": "addLiquidityETH(address,uint256,uint256,uint256,address,uint256)",
+    "add_liquidity_tokens": "addLiquidity(address,address,uint256,uint256,uint256,uint256,address,uint256)",
+    "remove_liquidity_bnb_token": "removeLiquidityETH(address,uint256,uint256,uint256,address,uint256)",
+    "remove_liquidity_tokens": "removeLiquidity(address,address,uint256,uint256,uint256,address,uint256)",
+}
+
+
+def _router(v: Ctx, task_id: str) -> tuple[bool, bool]:
+    return _to(v, v.addr("router")), _sel(v, ROUTER_SIGS[task_id])
+
+
+def _io(v: Ctx) -> tuple[str, str]:
+    path = [str(r) for r in v.params["path"]]
+    return path[0], path[-1]
+
+
+def _native_received(v: Ctx) -> int:
+    return v.delta("agent_native") + _fee(v)
+
+
+def _swap_bnb_in(v: Ctx) -> list[Check]:
+    to, sel = _router(v, "swap_exact_bnb_for_tokens")
+    want = wei(v.params["amount"])
+    out = v.delta(f"agent_{_io(v)[1]}")
+    return [
+        Check("transaction_success", 30, _status(v)),
+        Check("router", 15, to),
+        Check("function_selector", 15, sel),
+        Check("value", 15, _value(v) == want, f"value {_value(v)}, expected {want} exactly"),
+        Check("token_received", 25, out > 0, f"+{out}"),
+    ]
+
+
+def _approval(v: Ctx, rule: str) -> bool:
+    before, after = v.before["ref_allowance"], v.after["ref_allowance"]
+    want = wei(v.params["amount"])
+    if rule == "enough":
+        return before >= want or after >= want or before - after >= want * 0.99
+    return before > 0 or after > 0
+
+
+def _swap_tokens_in(task_id: str) -> Callable[[Ctx], list[Check]]:
+    def checks(v: Ctx) -> list[Check]:
+        to, sel = _router(v, task_id)
+        want = wei(v.params["amount"])
+        tok_in, tok_out = _io(v)
+        spent = -v.delta(f"agent_{tok_in}")
+        to_native = task_id == "swap_exact_tokens_for_bnb"
+        got = _native_received(v) if to_native else v.delta(f"agent_{tok_out}")
+        return [
+            Check("transaction_success", 30, _status(v)),
+            Check("approval", 20 if to_native else 15, _approval(v, "enough")),
+            Check("router", 10, to),
+            Check("function_selector", 10, sel),
+            Check("amount_in", 20, abs(spent - want) < 10, f"spent {spent}, expected {want}"),
+            Check("output_received", 10 if to_native else 15, got > 0, f"+{got}"),
+        ]
+
+    return checks
+
+
+def _hops(v: Ctx) -> int:
+    """Contracts other than the path's two ends that logged during the swap (pairs, hop tokens)."""
+    if v.tx is None or len(v.tx.data) <= 10:
+        return 0
+    tok_in, tok_out = (v.addr(r).lower() for r in _io(v))
+    seen = set()
+    for log in v.tx.logs:
+        address = str(log.get("address", "") if hasattr(log, "get") else "").lower()
+        if address and address not in (tok_in, tok_out):
+            seen.add(address)
+    return len(seen)
+
+
+def _multihop(v: Ctx) -> list[Check]:
+    to, sel = _router(v, "swap_multihop_routing")
+    tok_in, tok_out = _io(v)
+    return [
+        Check("transaction_success", 20, _status(v)),
+        Check("approval", 10, _approval(v, "any")),
+        Check("router", 10, to),
+        Check("function_selector", 10, sel),
+        Check("amount_in", 20, -v.delta(f"agent_{tok_in}") == wei(v.params["amount"])),
+        Check("output_received", 20, v.delta(f"agent_{tok_out}") > 0),
+        Check("multi_hop", 10, _hops(v) >= 2, f"{_hops(v)} intermediaries logged"),
+    ]
+
+
+def _exact_out(v: Ctx) -> list[Check]:
+    to, sel = _router(v, "swap_tokens_for_exact_tokens")
+    tok_in, tok_out = _io(v)
+    got = v.delta(f"agent_{tok_out}")
+    return [
+        Check("transaction_success", 30, _status(v)),
+        Check("approval", 15, _approval(v, "any")),
+        Check("router", 10, to),
+        Check("function_selector", 10, sel),
+        Check("output_exact", 25, abs(got - wei(v.params["amount"])) <= 10, f"+{got}"),
+        Check("input_spent", 10, -v.delta(f"agent_{tok_in}") > 0),
+    ]
+
+
+def _add_bnb(v: Ctx) -> list[Check]:
+    to, sel = _router(v, "add_liquidity_bnb_token")
+    want = wei(v.params["amount"])
+    return [
+        Check("transaction_success", 20, _status(v)),
+        Check("approval", 15, _approval(v, "any")),
+        Check("router", 10, to),
+        Check("function_selector", 10, sel),
+        Check("native_sent", 20, abs(_value(v) - want) <= int(want * 0.01), f"value {_value(v)}"),
+        Check("token_spent", 15, -v.delta("agent_stable") > 0),
+        Check("lp_received", 10, v.delta("agent_pair_wrapped_stable") > 0),
+    ]
+
+
+def _add_tokens(v: Ctx) -> list[Check]:
+    to, sel = _router(v, "add_liquidity_tokens")
+    want = wei(v.params["amount"])
+    lo, hi = int(want * 0.5), int(want * 1.5)
+    return [
+        Check("transaction_success", 30, _status(v)),
+        Check("token_a_approved", 10, v.before["ref_allowance"] > 0),
+        Check("token_b_approved", 10, v.before["ref_allowance_b"] > 0),
+        Check("router", 10, to),
+        Check("function_selector", 5, sel),
+        Check("token_a_spent", 15, lo <= -v.delta("agent_stable") <= hi, "within 50-150% of the amount"),
+        Check("token_b_spent", 15, lo <= -v.delta("agent_stable2") <= hi, "within 50-150% of the amount"),
+        Check("lp_received", 5, v.delta("agent_pair_stable_stable2") > 0),
+    ]
+
+
+def _remove(task_id: str) -> Callable[[Ctx], list[Check]]:
+    def checks(v: Ctx) -> list[Check]:
+        to, sel = _router(v, task_id)
+        pair = v.params["pair"]
+        burned = -v.delta(f"agent_{pair}")
+        if task_id == "remove_liquidity_bnb_token":
+            share = Decimal(v.before[f"agent_{pair}"]) * int(v.params["percent"]) / 100
+            lp_ok = int(share * Decimal("0.99")) <= burned <= int(share * Decimal("1.01"))
+            other = Check("native_received", 1, _native_received(v) > 0)
+        else:
+            lp_ok = burned > 0
+            other = Check("token_b_received", 1, v.delta("agent_stable2") > 0)
+        return [
+            Check("transaction_success", 1, _status(v)),
+            Check("lp_approved", 1, v.before["ref_lp_allowance"] > 0 or v.after["ref_lp_allowance"] > 0),
+            Check("router", 1, to),
+            Check("function_selector", 1, sel),
+            Check("lp_burned", 1, lp_ok, f"burned {burned}"),
+            Check("token_received", 1, v.delta("agent_stable") > 0),
+            other,
+        ]
+
+    return checks
+
+
+ATOMIC.update(
+    {
+        "swap_exact_bnb_for_tokens": RefTask(_swap_bnb_in),
+        "swap_exact_tokens_for_bnb": RefTask(_swap_tokens_in("swap_exact_tokens_for_bnb")),
+        "swap_exact_tokens_for_tokens": RefTask(_swap_tokens_in("swap_exact_tokens_for_tokens")),
+        "swap_multihop_routing": RefTask(_multihop, threshold=80),
+        "swap_tokens_for_exact_tokens": RefTask(_exact_out),
+        "add_liquidity_bnb_token": RefTask(_add_bnb, threshold=70),
+        "add_liquidity_tokens": RefTask(_add_tokens, threshold=70, gated=False),
+        "remove_liquidity_bnb_token": RefTask(_remove("remove_liquidity_bnb_token"), share_score=True),
+        "remove_liquidity_tokens": RefTask(_remove("remove_liquidity_tokens"), share_score=True),
+    }
+)
+
+
+def _m_allowance(
+    token: str | None, spender: str, key: str
+) -> Callable[[World, dict[str, Any]], dict[str, Any]]:
+    """The agent's allowance of ``token`` (None: the swap path's first token) to ``spender``."""
+
+    def measure(w: World, p: dict[str, Any]) -> dict[str, Any]:
+        role = token if token is not None else str(p["path"][0])
+        reader = w.reader(role).functions
+        return {key: int(reader.allowance(AGENT.address, w.addresses[spender]).call())}
+
+    return measure
+
+
+def _m_lp_allowance(w: World, p: dict[str, Any]) -> dict[str, Any]:
+    reader = w.reader(p["pair"]).functions
+    return {"ref_lp_allowance": int(reader.allowance(AGENT.address, w.addresses["router"]).call())}
+
+
+def _m_both(
+    *measures: Callable[[World, dict[str, Any]], dict[str, Any]],
+) -> Callable[[World, dict[str, Any]], dict[str, Any]]:
+    def measure(w: World, p: dict[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for m in measures:
+            out.update(m(w, p))
+        return out
+
+    return measure
+
+
 def _m_native_of(role: str) -> Callable[[World, dict[str, Any]], dict[str, Any]]:
     def measure(w: World, p: dict[str, Any]) -> dict[str, Any]:
         return {"ref_target_native": int(w.chain.w3.eth.get_balance(w.addresses[role]))}  # type: ignore[arg-type]
@@ -868,6 +1079,22 @@ EXTRA_MEASURE: dict[str, Callable[[World, dict[str, Any]], dict[str, Any]]] = {
     "bnb_transfer_to_contract": _m_native_of("fallback"),
     "contract_call_with_value": _m_native_of("donation"),
     "erc20_transfer_with_callback_1363": _m_receiver_token,
+    **{
+        t: _m_allowance(None, "router", "ref_allowance")
+        for t in (
+            "swap_exact_tokens_for_bnb",
+            "swap_exact_tokens_for_tokens",
+            "swap_multihop_routing",
+            "swap_tokens_for_exact_tokens",
+        )
+    },
+    "add_liquidity_bnb_token": _m_allowance("stable", "router", "ref_allowance"),
+    "add_liquidity_tokens": _m_both(
+        _m_allowance("stable", "router", "ref_allowance"),
+        _m_allowance("stable2", "router", "ref_allowance_b"),
+    ),
+    "remove_liquidity_bnb_token": _m_lp_allowance,
+    "remove_liquidity_tokens": _m_lp_allowance,
     "query_pair_reserves": _m_reserves,
     "query_swap_output_amount": _m_amounts("getAmountsOut"),
     "query_swap_input_amount": _m_amounts("getAmountsIn"),
@@ -913,7 +1140,10 @@ def score_atomic(task_id: str, v: Ctx) -> tuple[float, bool, list[Check]]:
     checks = ref.checks(v)
     if ref.gated and not _status(v):
         return 0.0, False, checks
-    score = float(sum(c.weight for c in checks if c.passed))
+    if ref.share_score:
+        score = float(int(sum(c.passed for c in checks) / len(checks) * 100))
+    else:
+        score = float(sum(c.weight for c in checks if c.passed))
     success = all(c.passed for c in checks) if ref.threshold is None else score >= ref.threshold
     return score, success, checks
 

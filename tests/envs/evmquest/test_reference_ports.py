@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from decimal import Decimal
 from types import SimpleNamespace
 from typing import Any
 
@@ -1151,3 +1152,351 @@ CASES4 = [(task_id, c) for task_id in list(PORTS)[-11:] for c in PORTS[task_id][
 @pytest.mark.parametrize(("task_id", "case"), CASES4, ids=[f"{t}-{c.name}" for t, c in CASES4])
 def test_batch4_port_matches_the_reference(task_id: str, case: Case) -> None:
     test_port_matches_the_reference(task_id, case)
+
+
+# ----------------------------------------------------------------------------- batch 5, restated
+def ref_swap_bnb_in(tx: dict, rc: dict, sb: dict, sa: dict, p: dict) -> tuple[int, bool]:
+    return _gate(
+        lambda: [
+            (30, True),
+            (15, tx["to"].lower() == ADDR["router"]),
+            (15, _sel(tx) == "0x7ff36ab5"),
+            (15, tx["value"] == wei(p["amount"])),
+            (25, sa["token_balance"] - sb["token_balance"] > 0),
+        ],
+        rc,
+    )
+
+
+def _approved_enough(sb: dict, sa: dict, amount: int) -> bool:
+    return (
+        sb["allowance"] >= amount
+        or sa["allowance"] >= amount
+        or sb["allowance"] - sa["allowance"] >= amount * 0.99
+    )
+
+
+def ref_swap_to_bnb(tx: dict, rc: dict, sb: dict, sa: dict, p: dict) -> tuple[int, bool]:
+    amount = wei(p["amount"])
+    return _gate(
+        lambda: [
+            (30, True),
+            (20, _approved_enough(sb, sa, amount)),
+            (10, tx["to"].lower() == ADDR["router"]),
+            (10, _sel(tx) == "0x18cbafe5"),
+            (20, abs(sb["token_balance"] - sa["token_balance"] - amount) < 10),
+            (10, sa["balance"] - sb["balance"] + _fee(rc) > 0),
+        ],
+        rc,
+    )
+
+
+def ref_swap_tokens(tx: dict, rc: dict, sb: dict, sa: dict, p: dict) -> tuple[int, bool]:
+    amount = wei(p["amount"])
+    return _gate(
+        lambda: [
+            (30, True),
+            (15, _approved_enough(sb, sa, amount)),
+            (10, tx["to"].lower() == ADDR["router"]),
+            (10, _sel(tx) == "0x38ed1739"),
+            (20, abs(sb["token_balance"] - sa["token_balance"] - amount) < 10),
+            (15, sa["target_token_balance"] - sb["target_token_balance"] > 0),
+        ],
+        rc,
+    )
+
+
+def ref_multihop(tx: dict, rc: dict, sb: dict, sa: dict, p: dict) -> tuple[int, bool]:
+    if not _ok(rc):
+        return 0, False
+    score = 20 + (10 if sb["allowance"] > 0 or sa["allowance"] > 0 else 0)
+    score += 10 if tx["to"].lower() == ADDR["router"] else 0
+    score += 10 if tx["data"][:10] == "0x38ed1739" else 0
+    score += 20 if sb["token_balance"] - sa["token_balance"] == wei(p["amount"]) else 0
+    score += 20 if sa["target_token_balance"] - sb["target_token_balance"] > 0 else 0
+    ends = {ADDR[p["path"][0]], ADDR[p["path"][-1]]}
+    pairs = {log["address"].lower() for log in rc.get("logs", []) if log["address"].lower() not in ends}
+    score += 10 if len(tx["data"]) > 10 and len(pairs) >= 2 else 0
+    return score, score >= 80
+
+
+def ref_exact_out(tx: dict, rc: dict, sb: dict, sa: dict, p: dict) -> tuple[int, bool]:
+    return _gate(
+        lambda: [
+            (30, True),
+            (15, sb["allowance"] > 0 or sa["allowance"] > 0),
+            (10, tx["to"].lower() == ADDR["router"]),
+            (10, _sel(tx) == "0x8803dbee"),
+            (25, abs(sa["target_token_balance"] - sb["target_token_balance"] - wei(p["amount"])) <= 10),
+            (10, sb["token_balance"] - sa["token_balance"] > 0),
+        ],
+        rc,
+    )
+
+
+def ref_add_bnb(tx: dict, rc: dict, sb: dict, sa: dict, p: dict) -> tuple[int, bool]:
+    if not _ok(rc):
+        return 0, False
+    amount = wei(p["amount"])
+    score = 20 + (15 if sb["allowance"] > 0 or sa["allowance"] > 0 else 0)
+    score += 10 if tx["to"].lower() == ADDR["router"] else 0
+    score += 10 if tx["data"][:10] == "0xf305d719" else 0
+    score += 20 if abs(tx["value"] - amount) <= int(amount * Decimal("0.01")) else 0
+    score += 15 if sb["token_balance"] - sa["token_balance"] > 0 else 0
+    score += 10 if sa["lp_token_balance"] - sb["lp_token_balance"] > 0 else 0
+    return score, score >= 70
+
+
+def ref_add_tokens(tx: dict, rc: dict, sb: dict, sa: dict, p: dict) -> tuple[int, bool]:
+    amount = wei(p["amount"])
+    lo, hi = int(amount * 0.5), int(amount * 1.5)
+    score = 30 if _ok(rc) else 0
+    score += 10 if sb["allowance"] > 0 else 0
+    score += 10 if sb["token_b_allowance"] > 0 else 0
+    score += 10 if tx["to"].lower() == ADDR["router"] else 0
+    score += 5 if len(tx["data"]) >= 10 and tx["data"][:10].lower() == "0xe8e33700" else 0
+    score += 15 if lo <= sb["token_balance"] - sa["token_balance"] <= hi else 0
+    score += 15 if lo <= sb["token_b_balance"] - sa["token_b_balance"] <= hi else 0
+    score += 5 if sa["lp_token_balance"] - sb["lp_token_balance"] > 0 else 0
+    return score, score >= 70
+
+
+def _ref_remove(eth: bool) -> Callable[..., tuple[int, bool]]:
+    def validate(tx: dict, rc: dict, sb: dict, sa: dict, p: dict) -> tuple[int, bool]:
+        if not _ok(rc):
+            return 0, False
+        burned = sb["lp_token_balance"] - sa["lp_token_balance"]
+        if eth:
+            share = Decimal(str(sb["lp_token_balance"])) * p["percent"] / Decimal("100")
+            lp_ok = int(share * Decimal("0.99")) <= burned <= int(share * Decimal("1.01"))
+            last = sa["balance"] - sb["balance"] + _fee(rc) > 0
+        else:
+            lp_ok = burned > 0
+            last = sa["target_token_balance"] - sb["target_token_balance"] > 0
+        oks = [
+            True,
+            sb["lp_allowance"] > 0 or sa["lp_allowance"] > 0,
+            tx["to"].lower() == ADDR["router"],
+            tx["data"][:10] == ("0x02751cec" if eth else "0xbaa2abde"),
+            lp_ok,
+            sa["token_balance"] - sb["token_balance"] > 0,
+            last,
+        ]
+        return int(sum(oks) / len(oks) * 100), all(oks)
+
+    return validate
+
+
+ADDR.update(
+    {
+        "router": "0x" + "5a" * 20,
+        "pair_wrapped_stable": "0x" + "5b" * 20,
+        "pair_stable_stable2": "0x" + "5c" * 20,
+    }
+)
+
+
+def mapped(name: str, params: dict, t: TxRecord, keys: dict[str, str], before: dict, after: dict) -> Case:
+    """A case in our keys, with the reference's snapshot named by ``keys`` (ours -> theirs)."""
+    return Case(
+        name,
+        params,
+        t,
+        before,
+        after,
+        {keys[k]: v for k, v in before.items()},
+        {keys[k]: v for k, v in after.items()},
+    )
+
+
+def sig_call(task_id: str, words: int = 6) -> str:
+    return selector(reference.ROUTER_SIGS[task_id]) + "00" * 32 * words
+
+
+def swap_bnb_cases() -> list[Case]:
+    amt = wei("0.05")
+    p = {"amount": "0.05", "path": ["wrapped", "stable"]}
+    keys = {"agent_native": "balance", "agent_stable": "token_balance"}
+    good = tx(ADDR["router"], sig_call("swap_exact_bnb_for_tokens"), amt, gas_used=120_000)
+    out = []
+    for name, t, got in [
+        ("correct", good, 100 * E18),
+        ("value_1_wei_off", tx(ADDR["router"], good.data, amt + 1, gas_used=120_000), 100 * E18),
+        ("nothing_received", good, 0),
+        ("supporting_fee_variant", tx(ADDR["router"], selector("swapExactETHForTokensSupportingFeeOnTransferTokens(uint256,address[],address,uint256)") + good.data[10:], amt), 5),
+        ("reverted", tx(ADDR["router"], good.data, amt, status=0), 0),
+    ]:  # fmt: skip
+        out.append(mapped(name, p, t, keys, {"agent_native": 9 * E18, "agent_stable": 0},
+                          {"agent_native": 9 * E18 - t.value - t.fee, "agent_stable": got}))  # fmt: skip
+    return out
+
+
+def swap_in_cases(task_id: str, path: list[str]) -> list[Case]:
+    amt = wei("25")
+    p = {"amount": "25", "path": path}
+    tin, tout = (
+        f"agent_{path[0]}",
+        ("agent_native" if task_id == "swap_exact_tokens_for_bnb" else f"agent_{path[-1]}"),
+    )
+    keys = {tin: "token_balance", "ref_allowance": "allowance"}
+    keys[tout] = "balance" if tout == "agent_native" else "target_token_balance"
+    good = tx(ADDR["router"], sig_call(task_id), gas_used=150_000)
+    hop_logs = [{"address": ADDR[r]} for r in path] + [
+        {"address": "0x" + "e1" * 20},
+        {"address": "0x" + "e2" * 20},
+    ]
+    one_hop = [{"address": ADDR[path[0]]}, {"address": "0x" + "e1" * 20}, {"address": ADDR[path[-1]]}]
+    out = []
+    for name, t, spent, got, allowance, logs in [
+        ("correct", good, amt, 3 * E18, (2**255, 2**255 - amt), hop_logs),
+        ("spent_9_wei_more", good, amt + 9, 3 * E18, (2**255, 2**255), hop_logs),
+        ("spent_double", good, 2 * amt, 3 * E18, (2**255, 2**255), hop_logs),
+        ("no_allowance_left", good, amt, 3 * E18, (amt // 2, 0), one_hop),
+        ("other_selector", tx(ADDR["router"], "0xdeadbeef" + good.data[10:]), amt, 3 * E18, (1, 1), hop_logs),
+        ("reverted", tx(ADDR["router"], good.data, status=0), 0, 0, (1, 1), []),
+    ]:
+        t.logs = logs
+        native_after = 9 * E18 - t.fee + (got if tout == "agent_native" else 0)
+        b = {tin: 100 * E18, tout: 9 * E18 if tout == "agent_native" else 0, "ref_allowance": allowance[0]}
+        a = {
+            tin: 100 * E18 - spent,
+            tout: native_after if tout == "agent_native" else got,
+            "ref_allowance": allowance[1],
+        }
+        out.append(mapped(name, p, t, keys, b, a))
+    return out
+
+
+def exact_out_cases() -> list[Case]:
+    p = {"amount": "40", "path": ["stable", "stable2"], "exact_out": True}
+    keys = {
+        "agent_stable": "token_balance",
+        "agent_stable2": "target_token_balance",
+        "ref_allowance": "allowance",
+    }
+    good = tx(ADDR["router"], sig_call("swap_tokens_for_exact_tokens"))
+    out = []
+    for name, t, spent, got, allowance in [
+        ("correct", good, 41 * E18, wei("40"), (5, 5)),
+        ("ten_wei_more", good, 41 * E18, wei("40") + 10, (5, 5)),
+        ("eleven_wei_more", good, 41 * E18, wei("40") + 11, (5, 5)),
+        ("no_allowance", good, 41 * E18, wei("40"), (0, 0)),
+        ("reverted", tx(ADDR["router"], good.data, status=0), 0, 0, (5, 5)),
+    ]:
+        out.append(mapped(name, p, t, keys, {"agent_stable": 100 * E18, "agent_stable2": 0, "ref_allowance": allowance[0]},
+                          {"agent_stable": 100 * E18 - spent, "agent_stable2": got, "ref_allowance": allowance[1]}))  # fmt: skip
+    return out
+
+
+def add_bnb_cases() -> list[Case]:
+    amt = wei("0.2")
+    p = {"amount": "0.2", "pair": "pair_wrapped_stable"}
+    keys = {"agent_native": "balance", "agent_stable": "token_balance", "agent_pair_wrapped_stable": "lp_token_balance",
+            "ref_allowance": "allowance"}  # fmt: skip
+    good = tx(ADDR["router"], sig_call("add_liquidity_bnb_token"), amt, gas_used=200_000)
+    out = []
+    for name, t, tok, lp, allowance in [
+        ("correct", good, E18, E18 // 3, 5),
+        ("value_off_0.5%", tx(ADDR["router"], good.data, amt * 1005 // 1000), E18, 1, 5),
+        ("value_off_2%_passes_at_80", tx(ADDR["router"], good.data, amt * 102 // 100), E18, 1, 5),
+        ("no_approval_no_lp_fails", tx(ADDR["router"], good.data, amt * 102 // 100), E18, 0, 0),
+        ("reverted", tx(ADDR["router"], good.data, amt, status=0), 0, 0, 5),
+    ]:
+        b = {
+            "agent_native": 9 * E18,
+            "agent_stable": 50 * E18,
+            "agent_pair_wrapped_stable": 0,
+            "ref_allowance": allowance,
+        }
+        a = {"agent_native": 9 * E18 - t.value - t.fee, "agent_stable": 50 * E18 - tok, "agent_pair_wrapped_stable": lp,
+             "ref_allowance": allowance}  # fmt: skip
+        out.append(mapped(name, p, t, keys, b, a))
+    return out
+
+
+def add_tokens_cases() -> list[Case]:
+    amt = wei("30")
+    p = {"amount": "30", "pair": "pair_stable_stable2"}
+    keys = {"agent_stable": "token_balance", "agent_stable2": "token_b_balance", "agent_pair_stable_stable2": "lp_token_balance",
+            "ref_allowance": "allowance", "ref_allowance_b": "token_b_allowance"}  # fmt: skip
+    good = tx(ADDR["router"], sig_call("add_liquidity_tokens", 8), gas_used=220_000)
+    out = []
+    for name, t, a_spent, b_spent, allowances in [
+        ("correct", good, amt, amt, (1, 1)),
+        ("half_of_b", good, amt, amt // 2, (1, 1)),
+        ("a_not_approved_before", good, amt, amt, (0, 1)),
+        ("double", good, 2 * amt, 2 * amt, (1, 1)),
+        ("reverted_still_scores_35", tx(ADDR["router"], good.data, status=0), 0, 0, (1, 1)),
+    ]:
+        b = {"agent_stable": 100 * E18, "agent_stable2": 100 * E18, "agent_pair_stable_stable2": 0,
+             "ref_allowance": allowances[0], "ref_allowance_b": allowances[1]}  # fmt: skip
+        a = {"agent_stable": 100 * E18 - a_spent, "agent_stable2": 100 * E18 - b_spent,
+             "agent_pair_stable_stable2": 1 if a_spent else 0, "ref_allowance": 0, "ref_allowance_b": 0}  # fmt: skip
+        out.append(mapped(name, p, t, keys, b, a))
+    return out
+
+
+def remove_cases(eth: bool) -> list[Case]:
+    task_id = "remove_liquidity_bnb_token" if eth else "remove_liquidity_tokens"
+    pair = "pair_wrapped_stable" if eth else "pair_stable_stable2"
+    p = {"percent": 50, "pair": pair}
+    other = "agent_native" if eth else "agent_stable2"
+    keys = {f"agent_{pair}": "lp_token_balance", "agent_stable": "token_balance", "ref_lp_allowance": "lp_allowance",
+            other: "balance" if eth else "target_token_balance"}  # fmt: skip
+    good = tx(ADDR["router"], sig_call(task_id), gas_used=180_000)
+    out = []
+    for name, t, burned, back, allowance in [
+        ("correct", good, 5 * E18, E18, 2**255),
+        ("burned_60%", good, 6 * E18, E18, 2**255),
+        ("nothing_back", good, 5 * E18, 0, 2**255),
+        ("wrong_function", tx(ADDR["router"], "0x12345678" + good.data[10:]), 5 * E18, E18, 0),
+        ("reverted", tx(ADDR["router"], good.data, status=0), 0, 0, 2**255),
+    ]:
+        other_before = 9 * E18 if eth else 0
+        other_after = (other_before - t.fee + back) if eth else back
+        b = {f"agent_{pair}": 10 * E18, "agent_stable": 0, "ref_lp_allowance": allowance, other: other_before}
+        a = {
+            f"agent_{pair}": 10 * E18 - burned,
+            "agent_stable": back,
+            "ref_lp_allowance": allowance,
+            other: other_after,
+        }
+        out.append(mapped(name, p, t, keys, b, a))
+    return out
+
+
+def _as_reference_with_logs(t: TxRecord) -> tuple[dict, dict]:
+    rtx, rc = as_reference(t)
+    rc["logs"] = list(t.logs)
+    return rtx, rc
+
+
+BATCH5: dict[str, tuple[Callable[..., tuple[int, bool]], Callable[[], list[Case]]]] = {
+    "swap_exact_bnb_for_tokens": (ref_swap_bnb_in, swap_bnb_cases),
+    "swap_exact_tokens_for_bnb": (ref_swap_to_bnb, lambda: swap_in_cases("swap_exact_tokens_for_bnb", ["stable", "wrapped"])),
+    "swap_exact_tokens_for_tokens": (ref_swap_tokens, lambda: swap_in_cases("swap_exact_tokens_for_tokens", ["stable", "stable2"])),
+    "swap_multihop_routing": (ref_multihop, lambda: swap_in_cases("swap_multihop_routing", ["stable2", "stable", "wrapped"])),
+    "swap_tokens_for_exact_tokens": (ref_exact_out, exact_out_cases),
+    "add_liquidity_bnb_token": (ref_add_bnb, add_bnb_cases),
+    "add_liquidity_tokens": (ref_add_tokens, add_tokens_cases),
+    "remove_liquidity_bnb_token": (_ref_remove(True), lambda: remove_cases(True)),
+    "remove_liquidity_tokens": (_ref_remove(False), lambda: remove_cases(False)),
+}  # fmt: skip
+CASES5 = [(task_id, c) for task_id, (_, make) in BATCH5.items() for c in make()]
+
+
+@pytest.mark.parametrize(("task_id", "case"), CASES5, ids=[f"{t}-{c.name}" for t, c in CASES5])
+def test_batch5_port_matches_the_reference(task_id: str, case: Case) -> None:
+    ref, _ = BATCH5[task_id]
+    ctx = Ctx(WORLD, case.params, case.before, case.after, [case.tx], [])  # type: ignore[arg-type]
+    score, success, checks = reference.score_atomic(task_id, ctx)
+    theirs = ref(*_as_reference_with_logs(case.tx), case.ref_before, case.ref_after, case.params)
+    assert (score, success) == (float(theirs[0]), theirs[1]), (case.name, [c.as_dict() for c in checks])
+
+
+def test_batch5_ports_have_cases_that_pass_and_fail() -> None:
+    for task_id, (ref, make) in BATCH5.items():
+        results = {
+            ref(*_as_reference_with_logs(c.tx), c.ref_before, c.ref_after, c.params)[1] for c in make()
+        }
+        assert results == {True, False}, task_id
