@@ -176,3 +176,116 @@ def test_lm_policy_worker_in_its_own_process(tiny_lm: Path, tmp_path: Path) -> N
     finally:
         env.close()
     assert not any(w.started for w in workers)
+
+
+@pytest.fixture(scope="module")
+def tiny_draft(tiny_lm: Path, evm_demos: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A draft distilled from the tiny target (``lynn train lm --role draft``), seconds."""
+    from lynn.lm.train import TrainConfig, train_lm
+
+    out = tmp_path_factory.mktemp("tiny_draft")
+    train_lm(
+        TrainConfig(
+            data=str(evm_demos),
+            out=str(out),
+            size="tiny",
+            role="draft",
+            teacher=str(tiny_lm),
+            epochs=1,
+            progress=False,
+            threads=1,
+        )
+    )
+    return out
+
+
+def test_the_draft_alone_worker_and_a_target_degraded_to_it(
+    tiny_lm: Path, tiny_draft: Path, tmp_path: Path
+) -> None:
+    """``lm-draft`` runs the draft alone in its own process at the draft's price; a degrade shock swaps
+    ``lm-target``'s model for it silently (same slot, same name and card, the draft's outcomes)."""
+    from lynn.agents.workers import PRICES, evmquest_pool
+
+    workers = evmquest_pool(target=str(tiny_lm), draft=str(tiny_draft), include=["lm-target", "lm-draft"])
+    target, draft = workers
+    assert draft.spec.lm == {"model": str(tiny_draft)} and draft.key != target.key
+    env = CoordinationEnv(
+        scenario="real-pool",
+        scenario_kwargs={
+            "workers": workers,
+            "categories": ("query",),
+            "stream_seeds": (0,),
+            "cache": str(tmp_path / "draft.jsonl"),
+            "shocks": ({"step": 1, "kind": "degrade", "worker": "lm-target", "to": "lm-draft"},),
+        },
+    )
+    try:
+        obs, info = env.reset(seed=0)
+        assert env.pool.names() == ["lm-target"]  # the replacement is not a slot of its own
+        cache = env.scenario.result_cache
+        # The calibration run booted the draft's own process and measured it alone.
+        calib = env.scenario.instances(env.scenario.calibration_seeds)["query"][0]
+        alone = cache.get(draft, calib, 0)
+        assert draft.started and draft.pid != target.pid
+        assert alone is not None and alone.error is None and alone.tokens > 0
+        assert alone.cost == pytest.approx(alone.tokens * PRICES["lm-draft"][0])
+        card = env.pool.capability.copy()
+
+        first = env.task.instance
+        obs, _, _, _, info = env.step(0)
+        assert info["agent"] == "lm-target"
+        assert info["cost"] == pytest.approx(cache.get(target, first, 0).cost)
+        assert info["events"] == ["shock: lm-target degraded (now runs lm-draft's model)"]
+        inst = env.task.instance
+        obs, _, _, _, info = env.step(0)
+        ran = cache.get(draft, inst, 0)
+        assert ran is not None and info["agent"] == "lm-target"  # same name, the draft's execution
+        assert info["cost"] == pytest.approx(ran.cost) and info["cost"] == pytest.approx(
+            ran.tokens * PRICES["lm-draft"][0]
+        )
+        assert (env.pool.capability == card).all()  # silent: the card did not change
+    finally:
+        env.close()
+
+
+def test_an_openai_endpoint_worker_over_a_real_transformers_serve(tiny_lm: Path, tmp_path: Path) -> None:
+    """Worker ``openai``: LMPolicy over an OpenAI-compatible server (``transformers serve`` of the tiny
+    model), next to the same model in process; greedy both, so the validator agrees on every instance."""
+    from lynn.agents.workers import PRICES, evmquest_pool
+    from lynn.lm.serve import ModelServer
+
+    with ModelServer(tiny_lm) as server:
+        workers = evmquest_pool(
+            target=str(tiny_lm),
+            include=["lm-target", "openai"],
+            llm_url=server.base_url,
+            llm_model=server.model,
+        )
+        env = CoordinationEnv(
+            scenario="real-pool",
+            scenario_kwargs={
+                "workers": workers,
+                "categories": ("query", "native"),
+                "stream_seeds": (0,),
+                "cache": str(tmp_path / "openai.jsonl"),
+            },
+        )
+        try:
+            obs, info = env.reset(seed=0)
+            local, remote = workers
+            slot = env.pool.names().index("openai")
+            inst = env.task.instance
+            obs, reward, _, _, info = env.step(slot)
+            cache = env.scenario.result_cache
+            out = cache.get(remote, inst, 0)
+            assert out is not None and out.error is None and out.tokens > 0  # the server's usage
+            assert info["agent"] == "openai" and info["cost"] == pytest.approx(
+                out.tokens * PRICES["openai"][0]
+            )
+            # Calibration ran both workers on the same instances: the endpoint is the same greedy model.
+            calib = [r for refs in env.scenario.instances((90_000,)).values() for r in refs]
+            pairs = [(cache.get(local, r, 0), cache.get(remote, r, 0)) for r in [*calib, inst]]
+            assert all(a is not None and b is not None for a, b in pairs)
+            assert [a.success for a, _ in pairs] == [b.success for _, b in pairs]
+        finally:
+            env.close()
