@@ -1180,9 +1180,38 @@ def _batched(answer: Any) -> int:
 
 
 # The reference's parameter ranges where they differ from ours (drawn under scoring="reference").
+def _uniform(low: float, high: float, decimals: int) -> dict[str, Any]:
+    return {"amount": {"rule": "uniform", "low": low, "high": high, "decimals": decimals}}
+
+
+_PERCENT_10_90 = {"percent": {"rule": "choice", "values": list(range(10, 95, 5))}}
+_LP_FARM = {"pool": {"rule": "fixed", "value": "lp_farm"}}  # the reference's SimpleRewardPool
 PARAM_RANGES: dict[str, dict[str, dict[str, Any]]] = {
-    # SimpleRewardPool (the LP farm, rewards in the governance token) is the reference's pool.
-    "emergency_withdraw": {"pool": {"rule": "fixed", "value": "lp_farm"}},
+    "bnb_transfer_percentage": _PERCENT_10_90,
+    "erc20_transfer_percentage": _PERCENT_10_90,
+    "bnb_transfer_to_contract": _uniform(0.001, 0.05, 3),
+    "wbnb_deposit": _uniform(0.001, 0.05, 3),
+    "wbnb_withdraw": _uniform(0.001, 0.05, 3),
+    "contract_call_with_value": _uniform(0.001, 0.05, 3),
+    "erc20_approve": _uniform(100, 500, 2),
+    "erc20_increase_allowance": _uniform(50, 200, 2),
+    "erc20_burn": _uniform(0.001, 1.0, 3),
+    "erc20_permit": _uniform(100, 1000, 2),
+    "erc20_transfer_with_callback_1363": _uniform(1, 50, 2),
+    "erc20_transferfrom_basic": _uniform(10, 100, 2),
+    "add_liquidity_bnb_token": _uniform(0.01, 0.05, 3),
+    "swap_exact_bnb_for_tokens": _uniform(0.001, 0.01, 4),
+    "swap_exact_tokens_for_bnb": _uniform(0.5, 5.0, 2),
+    "swap_exact_tokens_for_tokens": _uniform(0.5, 5.0, 2),
+    "swap_tokens_for_exact_tokens": _uniform(0.5, 3.0, 2),
+    "stake_single_token": _uniform(2.0, 8.0, 1),
+    "query_swap_output_amount": {**_uniform(10, 100, 2), "path": {"rule": "fixed", "value": ["stable", "stable2"]}},
+    "query_swap_input_amount": {**_uniform(10, 100, 2), "path": {"rule": "fixed", "value": ["stable", "stable2"]}},
+    "query_pair_reserves": {"pair": {"rule": "fixed", "value": "pair_stable_stable2"}},  # USDT/BUSD there
+    "emergency_withdraw": _LP_FARM,
+    "harvest_rewards": _LP_FARM,
+    "query_pending_rewards": _LP_FARM,
+    "query_staked_amount": {"pool": {"rule": "fixed", "value": "staking_pool"}},  # SimpleStaking there
 }
 
 

@@ -1500,3 +1500,29 @@ def test_batch5_ports_have_cases_that_pass_and_fail() -> None:
             ref(*_as_reference_with_logs(c.tx), c.ref_before, c.ref_after, c.params)[1] for c in make()
         }
         assert results == {True, False}, task_id
+
+
+# ----------------------------------------------------------------------------- parameter ranges
+def test_reference_profile_draws_the_reference_ranges() -> None:
+    from lynn.envs.evmquest.evmquest_env import EVMQuestEnv
+
+    tasks = ["bnb_transfer_percentage", "wbnb_deposit", "emergency_withdraw"]
+    ref, ours = EVMQuestEnv(task=tasks, scoring="reference"), EVMQuestEnv(task=tasks)
+    try:
+        seen: dict[str, set[Any]] = {"ref": set(), "ours": set()}
+        for seed in range(12):
+            ref.reset(seed=seed, options={"task_id": "bnb_transfer_percentage"})
+            ours.reset(seed=seed, options={"task_id": "bnb_transfer_percentage"})
+            seen["ref"].add(ref.instance.params["percent"])
+            seen["ours"].add(ours.instance.params["percent"])
+            ref.reset(seed=seed, options={"task_id": "wbnb_deposit"})
+            assert Decimal("0.001") <= Decimal(ref.instance.params["amount"]) <= Decimal("0.05")
+            ref.reset(seed=seed, options={"task_id": "emergency_withdraw"})
+            assert ref.instance.params["pool"] == "lp_farm"
+        assert seen["ref"] <= set(range(10, 95, 5)) and len(seen["ref"]) > 3
+        assert seen["ours"] <= {1, 2, 5, 10}
+        assert ref.instance.spec.params is not ours.specs["emergency_withdraw"].params  # ours untouched
+        assert ours.specs["emergency_withdraw"].params["pool"]["rule"] == "choice"
+    finally:
+        ref.close()
+        ours.close()
