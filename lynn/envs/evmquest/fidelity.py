@@ -22,14 +22,14 @@ def _episode(env: EVMQuestEnv, task_id: str, seed: int, agent: str) -> dict[str,
     obs, info = env.reset(seed=seed, options={"task_id": task_id})
     env.action_space.seed(seed)
     scripts = oracle_steps(*env.task_instance) if agent == "oracle" else []
-    done, reward, info = False, 0.0, {}
+    done, reward, info, cursor = False, 0.0, {}, 0
     while not done:
-        step = int(obs["step"])
-        if agent == "oracle":
-            action = scripts[step] if step < len(scripts) else json.dumps({"done": True})
+        if agent == "oracle":  # the next script only after the last one went through (as the oracle agent)
+            action = scripts[cursor] if cursor < len(scripts) else json.dumps({"done": True})
         else:
             action = env.action_space.sample()
         obs, reward, terminated, truncated, info = env.step(action)
+        cursor += info.get("outcome") in ("tx_ok", "answer")
         done = terminated or truncated
     return {"score": float(info.get("score", 0.0)), "success": bool(info.get("success"))}
 

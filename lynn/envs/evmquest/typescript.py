@@ -1017,9 +1017,79 @@ TS_ROWS: dict[str, TsRow] = {
 TS_ROWS["swap_multihop_routing"] = TS_ROWS["swap_exact_tokens_for_tokens"]  # the path param has the hop
 
 
+# Rows used only as composite steps: an unlimited approval of a contract (by role) as spender.
+STEP_ROWS: dict[str, TsRow] = {
+    "approve_contract": TsRow(
+        lambda p, n: _tx("approve", ts_contract(n, p["spender_role"]), "ethers.MaxUint256")(p, n),
+        _role("token"),
+        ("approve",),
+    ),
+}
+
+Plan = Callable[[dict[str, Any]], list[tuple[str, dict[str, Any]]]]
+
+
+def _transfers(kind: str, k: int) -> Plan:
+    task = "bnb_transfer_basic" if kind == "bnb" else "erc20_transfer_fixed"
+
+    def plan(p: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        return [
+            (task, {"token": p.get("token", "stable"), "recipient": p[f"r{i}"], "amount": p[f"amount{i}"]})
+            for i in range(1, k + 1)
+        ]
+
+    return plan
+
+
+def _approve_then(swap: str) -> Plan:
+    return lambda p: [
+        ("approve_contract", {"token": str(p["path"][0]), "spender_role": "router"}),
+        (swap, {"amount": p["amount"], "path": p["path"]}),
+    ]
+
+
+# Composite tasks as sequences of the table's rows (atomic tasks and STEP_ROWS), each step's params
+# taken from the composite's own; the same plan as the Python oracle's steps.
+TS_COMPOSITES: dict[str, Plan] = {
+    "composite_batch_transfer_2_bnb": _transfers("bnb", 2),
+    "composite_batch_transfer_3_bnb": _transfers("bnb", 3),
+    "composite_batch_transfer_2_tokens": _transfers("token", 2),
+    "composite_batch_transfer_3_tokens": _transfers("token", 3),
+    "composite_batch_mixed_transfers": lambda p: [
+        ("bnb_transfer_basic", {"recipient": p["r1"], "amount": p["amount1"]}),
+        ("erc20_transfer_fixed", {"token": "stable", "recipient": p["r2"], "amount": p["amount2"]}),
+    ],
+    "composite_batch_approve_2_tokens": lambda p: [
+        ("erc20_approve", {"token": "stable", "spender": p["spender"], "amount": p["amount1"]}),
+        ("erc20_approve", {"token": "gov", "spender": p["spender"], "amount": p["amount2"]}),
+    ],
+    "composite_wrap_unwrap_cycle": lambda p: [
+        ("wbnb_deposit", {"amount": p["amount"]}),
+        ("wbnb_withdraw", {"amount": p["amount"]}),
+    ],
+    "composite_approve_swap_tokens": _approve_then("swap_exact_tokens_for_tokens"),
+    "composite_approve_swap_to_bnb": _approve_then("swap_exact_tokens_for_bnb"),
+}
+
+
+def ts_composite_scripts(task_id: str, params: dict[str, Any], names: dict[str, str]) -> list[str]:
+    """The TypeScript oracle's scripts for one composite instance, one per step.
+
+    Raises:
+        KeyError: the composite is not (yet) covered by :data:`TS_COMPOSITES`.
+    """
+    if task_id not in TS_COMPOSITES:
+        raise KeyError(
+            f"the TypeScript oracle does not cover {task_id!r} yet ({len(TS_COMPOSITES)} of 45 composites do)"
+        )
+    return [
+        ts_oracle_script(step, step_params, names) for step, step_params in TS_COMPOSITES[task_id](params)
+    ]
+
+
 def ts_oracle_covers(task_id: str) -> bool:
-    """Whether the TypeScript oracle has a script for ``task_id``."""
-    return task_id in TS_ROWS
+    """Whether the TypeScript oracle has a script for ``task_id`` (atomic or composite)."""
+    return task_id in TS_ROWS or task_id in TS_COMPOSITES
 
 
 def ts_oracle_script(task_id: str, params: dict[str, Any], names: dict[str, str]) -> str:
@@ -1031,11 +1101,11 @@ def ts_oracle_script(task_id: str, params: dict[str, Any], names: dict[str, str]
     from lynn.envs.evmquest.logic import abi_json
     from lynn.envs.evmquest.world import ROLE_ARTIFACT
 
-    if task_id not in TS_ROWS:
+    if task_id not in TS_ROWS and task_id not in STEP_ROWS:
         raise KeyError(
             f"the TypeScript oracle does not cover {task_id!r} yet ({len(TS_ROWS)} atomic tasks do)"
         )
-    row = TS_ROWS[task_id]
+    row = TS_ROWS.get(task_id) or STEP_ROWS[task_id]
     lines = [
         'import { ethers } from "ethers";',
         "",

@@ -180,11 +180,14 @@ def test_oracle_table_covers_every_atomic_task() -> None:
 
     atomic = {s.task_id for s in implemented_specs("atomic")}
     assert atomic <= set(typescript.TS_ROWS)
-    assert typescript.ts_oracle_covers("erc20_permit") and not typescript.ts_oracle_covers(
+    assert typescript.ts_oracle_covers("erc20_permit") and typescript.ts_oracle_covers(
         "composite_wrap_unwrap_cycle"
     )
+    assert not typescript.ts_oracle_covers("composite_full_liquidity_cycle")
     with pytest.raises(KeyError, match="does not cover"):
         typescript.ts_oracle_script("composite_wrap_unwrap_cycle", {}, {})
+    with pytest.raises(KeyError, match="does not cover 'composite_full_liquidity_cycle'"):
+        typescript.ts_composite_scripts("composite_full_liquidity_cycle", {}, {})
 
 
 def test_proxy_refuses_writes(sandbox: Any) -> None:
@@ -262,3 +265,39 @@ def test_unknown_language() -> None:
 def test_python_prompt_unchanged_by_default(evm_env: Any) -> None:
     obs, _ = evm_env.reset(seed=0, options={"task_id": "wbnb_deposit"})
     assert "Python source defining execute_skill" in obs["prompt"] and "TypeScript" not in obs["prompt"]
+
+
+@pytest.fixture(scope="module")
+def ts_composite_env() -> Iterator[Any]:
+    from lynn.envs.evmquest.evmquest_env import EVMQuestEnv
+
+    env = EVMQuestEnv(split="composite", script_language="typescript")
+    yield env
+    env.close()
+
+
+@pytest.mark.parametrize(
+    "task_id",
+    ["composite_batch_mixed_transfers", "composite_approve_swap_to_bnb", "composite_wrap_unwrap_cycle"],
+)
+def test_ts_oracle_solves_composites(ts_composite_env: Any, task_id: str) -> None:
+    from lynn.agents.evmquest_oracle import EVMQuestOracle
+
+    oracle = EVMQuestOracle(ts_composite_env)
+    obs, info = ts_composite_env.reset(seed=2, options={"task_id": task_id})
+    terminated, sent = False, []
+    while not terminated:
+        action = oracle.act(obs, info)
+        sent.append(action)
+        obs, reward, terminated, _, info = ts_composite_env.step(action)
+        assert info["error"] is None, info
+    assert all("export async function executeSkill" in a for a in sent[:-1]) and sent[-1] == '{"done": true}'
+    assert info["success"] and reward == pytest.approx(1.0), info
+
+
+def test_ts_oracle_refuses_an_uncovered_composite(ts_composite_env: Any) -> None:
+    from lynn.agents.evmquest_oracle import EVMQuestOracle
+
+    obs, info = ts_composite_env.reset(seed=0, options={"task_id": "composite_full_liquidity_cycle"})
+    with pytest.raises(ValueError, match="covers all atomic tasks and 9 composites"):
+        EVMQuestOracle(ts_composite_env).act(obs, info)
