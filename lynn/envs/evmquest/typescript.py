@@ -1069,7 +1069,30 @@ TS_COMPOSITES: dict[str, Plan] = {
     ],
     "composite_approve_swap_tokens": _approve_then("swap_exact_tokens_for_tokens"),
     "composite_approve_swap_to_bnb": _approve_then("swap_exact_tokens_for_bnb"),
+    "composite_approve_stake_tokens": lambda p: [
+        ("approve_contract", {"token": "gov", "spender_role": "staking_pool"}),
+        ("stake_single_token", {"amount": p["amount"], "pool": "staking_pool"}),
+    ],
+    "composite_approve_transferfrom": lambda p: [
+        ("erc20_approve", {"token": "stable", "spender": _agent(), "amount": p["amount"]}),
+        ("erc20_transferfrom_basic", {"owner": _agent(), "recipient": p["recipient"], "amount": p["amount"]}),
+    ],
+    "composite_approve_add_liquidity": lambda p: [
+        ("approve_contract", {"token": "stable", "spender_role": "router"}),
+        ("approve_contract", {"token": "stable2", "spender_role": "router"}),
+        ("add_liquidity_tokens", {"amount": p["amount"], "pair": "pair_stable_stable2"}),
+    ],
+    "composite_approve_remove_liquidity": lambda p: [
+        ("approve_contract", {"token": "pair_wrapped_stable", "spender_role": "router"}),
+        ("remove_liquidity_bnb_token", {"percent": p["percent"], "pair": "pair_wrapped_stable"}),
+    ],
 }
+
+
+def _agent() -> str:
+    from lynn.envs.evmquest.world import AGENT
+
+    return AGENT.address
 
 
 def ts_composite_scripts(task_id: str, params: dict[str, Any], names: dict[str, str]) -> list[str]:

@@ -299,5 +299,5 @@ def test_ts_oracle_refuses_an_uncovered_composite(ts_composite_env: Any) -> None
     from lynn.agents.evmquest_oracle import EVMQuestOracle
 
     obs, info = ts_composite_env.reset(seed=0, options={"task_id": "composite_full_liquidity_cycle"})
-    with pytest.raises(ValueError, match="covers all atomic tasks and 9 composites"):
+    with pytest.raises(ValueError, match="covers all atomic tasks and 13 composites"):
         EVMQuestOracle(ts_composite_env).act(obs, info)
