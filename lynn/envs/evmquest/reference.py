@@ -1205,8 +1205,14 @@ PARAM_RANGES: dict[str, dict[str, dict[str, Any]]] = {
     "swap_exact_tokens_for_tokens": _uniform(0.5, 5.0, 2),
     "swap_tokens_for_exact_tokens": _uniform(0.5, 3.0, 2),
     "stake_single_token": _uniform(2.0, 8.0, 1),
-    "query_swap_output_amount": {**_uniform(10, 100, 2), "path": {"rule": "fixed", "value": ["stable", "stable2"]}},
-    "query_swap_input_amount": {**_uniform(10, 100, 2), "path": {"rule": "fixed", "value": ["stable", "stable2"]}},
+    "query_swap_output_amount": {
+        **_uniform(10, 100, 2),
+        "path": {"rule": "fixed", "value": ["stable", "stable2"]},
+    },
+    "query_swap_input_amount": {
+        **_uniform(10, 100, 2),
+        "path": {"rule": "fixed", "value": ["stable", "stable2"]},
+    },
     "query_pair_reserves": {"pair": {"rule": "fixed", "value": "pair_stable_stable2"}},  # USDT/BUSD there
     "emergency_withdraw": _LP_FARM,
     "harvest_rewards": _LP_FARM,
