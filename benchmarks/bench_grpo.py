@@ -5,10 +5,17 @@ table reports wall time, learner utilisation, groups/s, the staleness histogram,
 rollouts and the training reward (first vs last 5 updates). ``--eval`` adds held-out atomic success of
 each final model (every atomic task, seeds from 0, as ``lynn eval --split atomic``).
 
+A config is ``colocated``, ``pull[::N]`` or ``push_pull:S[:N]`` (``N`` overrides ``--workers``: the
+provisioning level). Each Echo row also carries the **capacity rule's prediction** from what that
+run measured: ``T_train`` (mean learner update), per-worker throughput ``μ = 1 / (mean seconds per
+group)``, ``T_bcast`` (the workers' mean wait for a published snapshot through the chain broadcast),
+and equation (2) of :mod:`lynn.wrappers.echo.capacity` (``pull``: equation (4)), next to the
+measured learner utilisation.
+
 ::
 
     LYNN_TORCH_THREADS=1 python benchmarks/bench_grpo.py --model /work/models/lm-evm2 --out /tmp/bench_grpo \\
-        --updates 4 --configs colocated pull push_pull:1 push_pull:2 push_pull:4
+        --updates 4 --configs colocated pull push_pull:1 push_pull:2 push_pull:4 push_pull:2:1 push_pull:2:3
 """
 
 from __future__ import annotations
@@ -29,23 +36,34 @@ def main() -> None:
     ap.add_argument("--max-new-tokens", type=int, default=320)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--eval", action="store_true")
+    ap.add_argument("--kappa", type=int, default=1)
+    ap.add_argument("--broadcast", choices=("direct", "chain"), default="chain")
+    ap.add_argument("--tasks", help="comma-separated atomic task ids (default: every atomic task)")
+    ap.add_argument("--lr", type=float, default=2e-5)
     ap.add_argument("--configs", nargs="+", default=["colocated", "pull", "push_pull:1", "push_pull:2"])
     args = ap.parse_args()
 
+    from lynn.wrappers.echo.capacity import predicted_utilisation, predicted_utilisation_pull
     from lynn.wrappers.echo.grpo_train import GRPOTrainConfig, train_grpo
 
     rows = []
     for c in args.configs:
-        mode, _, s = c.partition(":")
+        mode, _, rest = c.partition(":")
+        s, _, n = rest.partition(":")
         S = int(s or 0)
-        out = Path(args.out) / c.replace(":", "-S")
+        N = int(n) if n else args.workers
+        out = Path(args.out) / c.replace(":", "-")
         summ = train_grpo(
             GRPOTrainConfig(
                 model=args.model,
                 out=str(out),
                 mode=mode,
                 staleness=S if mode == "push_pull" else 0,
-                workers=args.workers,
+                kappa=args.kappa,
+                broadcast=args.broadcast,
+                lr=args.lr,
+                tasks=args.tasks.split(",") if args.tasks else None,
+                workers=N,
                 updates=args.updates,
                 groups_per_update=args.groups,
                 group_size=args.group_size,
@@ -54,8 +72,26 @@ def main() -> None:
                 progress=False,
             )
         )
+        hist = summ.get("history", [])
+        durs = [h["rollout_s_mean"] for h in hist if h.get("rollout_s_mean")]
+        row_cap: dict[str, float] = {}
+        if mode != "colocated" and durs:
+            mu = 1.0 / (sum(durs) / len(durs))  # groups/s of one worker, measured in this run
+            t_train = summ["train_s_mean"]
+            loads = max(1, summ.get("publishes", 1) * N)  # at most one load per worker per snapshot
+            t_bcast = summ.get("weight_wait_s", 0.0) / loads
+            if mode == "pull":
+                pred = predicted_utilisation_pull([mu] * N, t_train, t_bcast, args.groups)
+            else:
+                pred = predicted_utilisation(N * mu, t_train, t_bcast, args.groups, args.kappa)
+            row_cap = {
+                "mu_per_worker": round(mu, 4),
+                "T_bcast_s": round(t_bcast, 2),
+                "predicted_U": round(pred, 3),
+            }
         row = {
             "config": c,
+            "workers": N if mode != "colocated" else 0,
             "updates": summ["updates"],
             "wall_s": round(summ["wall_s"], 1),
             "utilisation": round(summ["utilisation"], 3),
@@ -67,6 +103,8 @@ def main() -> None:
             "train_s_mean": round(summ["train_s_mean"], 2),
             "reward_first5": round(summ["reward_first5"], 3),
             "reward_last5": round(summ["reward_last5"], 3),
+            **row_cap,
+            "learner_sent_MB": round(summ.get("learner_sent_bytes", 0) / 1e6, 1),
         }
         if args.eval:
             from lynn.eval.runner import EvalConfig, evaluate

@@ -281,6 +281,7 @@ def test_update_steps_versions_and_validate(tiny):
     before = {k: v.clone() for k, v in learner.model.state_dict().items()}
     m = learner.update(groups)
     assert learner.version == 1 and m["completions"] == 12
+    assert "rollout_s_mean" not in m  # the fixed groups carry no worker timings
     assert any(not torch.equal(before[k], v) for k, v in learner.model.state_dict().items())
     # A group from version 0 is still usable (ratio against the kept snapshot); one from the future is not.
     assert learner.validate(groups[0]) is None
@@ -295,6 +296,9 @@ def test_update_steps_versions_and_validate(tiny):
         learner.update([nan])
     learner.update(groups)  # version 2; keep_versions=2 keeps {1, 2}: version 0 is gone
     assert "older than" in learner.validate(groups[0])
+    # Worker timings (capacity model: mu = 1 / seconds per group) are averaged over the batch.
+    timed = [{**g, "version": 2, "gen_s": 1.0 + i, "env_s": 0.5} for i, g in enumerate(groups)]
+    assert learner.update(timed)["rollout_s_mean"] == pytest.approx((1.5 + 2.5 + 3.5) / 3)
 
 
 def test_grpo_raises_reward_of_a_preferred_completion(tiny):

@@ -488,6 +488,10 @@ class GRPOLearner:
             "train_s": time.perf_counter() - t0,
             "version_lag_max": float(max(self.version - 1 - v for v in rb.versions)),
         }
+        # How long the workers took to make these groups (capacity model: mu_i = 1 / rollout_s).
+        durations = [float(g.get("gen_s", 0.0)) + float(g.get("env_s", 0.0)) for g in batch]
+        if any(durations):
+            metrics["rollout_s_mean"] = sum(durations) / len(durations)
         self.history.append({"version": self.version, **metrics})
         return metrics
 
