@@ -326,10 +326,14 @@ def allowance_cases(sig: str, mode: str) -> list[Case]:
     amount, initial = wei("12.5"), wei("40")
     good = call(sig, RECIPIENT, amount)
     allowed = {"set": amount, "increase": initial + amount, "decrease": initial - amount}[mode]
+    other_amount = {"set": 3 * amount, "increase": initial + 3 * amount, "decrease": initial - 3 * amount}[
+        mode
+    ]
     out = []
     for name, t, allowance_after, balance_moved in [
         ("correct", tx(ADDR["gov"], good), allowed, 0),
         ("other_spender_loophole", tx(ADDR["gov"], call(sig, OTHER, amount)), allowed, 0),
+        ("other_amount_loophole", tx(ADDR["gov"], call(sig, RECIPIENT, amount * 3)), other_amount, 0),
         ("allowance_wrong", tx(ADDR["gov"], good), allowed + 1, 0),
         (
             "plain_approve_instead",
