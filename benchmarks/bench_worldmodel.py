@@ -10,7 +10,8 @@ Prints Markdown tables:
    (:mod:`lynn.envs.worldmodel.data`; figures of :mod:`lynn.envs.worldmodel.metrics`);
 2. line F1 by step when the expert's real actions are rolled through each model from the real start
    page (imagined pages fed back), with a PNG of it;
-3. the reward model (trained here on the same train split) on both held-out sets: accuracy and AUC,
+3. the reward model (trained here on the same train split; with ``--eps``, also with the ε-random
+   expert runs' real failures) on both held-out sets (plus the ε runs of those sets): accuracy and AUC,
    and the expert's recorded test episodes replayed in imagination: imagined vs real success;
 4. imagined steps/s, one env and ``step_batch`` over N envs, beside LiveWeb's live steps/s replaying the
    same expert actions in Chromium (``--live-episodes``), and the goal ratio batched / live.
@@ -108,7 +109,13 @@ def main(argv: list[str] | None = None) -> int:
     from lynn.envs.worldmodel.baselines import CopyModel, MemoryModel, NearestNeighbourModel
     from lynn.envs.worldmodel.data import heldout_sets, read_transitions, start_pages, training_split
     from lynn.envs.worldmodel.evaluate import one_step, rollout_f1
-    from lynn.envs.worldmodel.reward_model import RewardModel, evaluate_reward, reward_examples, task_kinds
+    from lynn.envs.worldmodel.reward_model import (
+        RewardModel,
+        answer_shapes,
+        evaluate_reward,
+        reward_examples,
+        task_kinds,
+    )
 
     ap = argparse.ArgumentParser(description="world model: quality, rollouts, reward model, speed")
     ap.add_argument("--train", required=True)
@@ -126,6 +133,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--skip", default="", help="comma list of sections to skip: quality,rollout,reward,imagined,speed"
+    )
+    ap.add_argument(
+        "--eps",
+        nargs="*",
+        default=[],
+        help="`lynn collect --epsilon` outputs: real failures for the reward model",
     )
     ap.add_argument("--json", help="write every figure here")
     args = ap.parse_args(argv)
@@ -175,15 +188,34 @@ def main(argv: list[str] | None = None) -> int:
             print(f"| {name} | {len(by_step.get(1, []))} | {' · '.join(means)} |", flush=True)
         _plot(curves, Path(args.out) / "worldmodel_f1_by_step.png")
         print(f"plot: {Path(args.out) / 'worldmodel_f1_by_step.png'}")
+    # ε-random expert runs (`lynn collect --epsilon`): real failures for the reward model (train split for
+    # training, test instances and held-out templates for measuring); the world models never see them.
+    eps_rows = read_transitions(*args.eps) if args.eps else []
+    eps_train, eps_sets = training_split(eps_rows), heldout_sets(eps_rows)
+    rm_train = train + eps_train
     if "reward" not in skip:
         kinds = task_kinds()
-        rm = RewardModel.fit(reward_examples(train, kinds), kinds)
-        print("\n| reward model | n | positives | accuracy | AUC |")
-        print("|---|---|---|---|---|")
-        for set_name, set_rows in {"train": train, **sets}.items():
-            r = evaluate_reward(rm, reward_examples(set_rows, kinds, seed=1))
-            figures[f"reward/{set_name}"] = r
-            print(f"| {set_name} | {r['n']} | {r['positives']} | {r['accuracy']:.3f} | {r['auc']:.3f} |")
+        variants = [("expert runs only", train)] + ([("+ --eps runs", rm_train)] if eps_rows else [])
+        print(
+            "\n| reward model trained on | set | n | positives | real failures | accuracy | AUC "
+            "| accuracy on real failures |"
+        )
+        print("|---|---|---|---|---|---|---|---|")
+        for vname, vtrain in variants:
+            shapes = answer_shapes(vtrain)
+            rm = RewardModel.fit(reward_examples(vtrain, kinds, 0, shapes), kinds, shapes=shapes)
+            held = {k: sets[k] + eps_sets[k] for k in sets}
+            for set_name, set_rows in {"train": vtrain, **held}.items():
+                ex = reward_examples(set_rows, kinds, seed=1, shapes=shapes)
+                r = evaluate_reward(rm, ex)
+                fails = [e for e in ex if e[2] == "real failure"]
+                r["real_failures"] = len(fails)
+                r["real_failure_acc"] = evaluate_reward(rm, fails)["accuracy"] if fails else float("nan")
+                figures[f"reward/{vname}/{set_name}"] = r
+                print(
+                    f"| {vname} | {set_name} | {r['n']} | {r['positives']} | {len(fails)} | {r['accuracy']:.3f} "
+                    f"| {r['auc']:.3f} | {r['real_failure_acc']:.3f} |"
+                )
     if "imagined" not in skip:
         # The expert's recorded test episodes replayed in imagination: success by the reward model on the
         # imagined final page, beside the real outcome of the same episodes (the LiveWeb evaluator's).
@@ -193,7 +225,8 @@ def main(argv: list[str] | None = None) -> int:
         from lynn.envs.worldmodel.worldmodel_env import WebWorldModelEnv
 
         kinds = task_kinds()
-        rm = RewardModel.fit(reward_examples(train, kinds), kinds)
+        shapes = answer_shapes(rm_train)
+        rm = RewardModel.fit(reward_examples(rm_train, kinds, 0, shapes), kinds, shapes=shapes)
         eps = episodes([r for r in rows if r.get("split") == "test"])
         print(
             "\n| world model (expert's test episodes replayed) | episodes | real success | imagined success |"

@@ -219,18 +219,21 @@ def _suite_world_model(args: argparse.Namespace) -> tuple[dict[str, Any], list[s
     if not tasks:
         tasks = [t["task_id"] for t in list_tasks("Lynn/LiveWeb-v0", "test")][::6][: args.episodes or 10]
 
-    def run_collect(split: str, ids: Any, out: str, eps: float | None, max_steps: int) -> dict[str, Any]:
+    def run_collect(
+        split: str, ids: Any, out: str, eps: float | None, max_steps: int, agent: str = "expert"
+    ) -> dict[str, Any]:
         kw = {"epsilon": eps} if eps is not None else {}
         return collect(
             CollectConfig(
                 "Lynn/LiveWeb-v0",
+                agent=agent,
                 split=split,
                 tasks=list(ids),
                 out=out,
                 agent_kwargs=kw,
                 max_steps=max_steps,
                 progress=not args.no_progress,
-                seed=7 if eps is not None else None,
+                seed=7 if eps is not None or agent != "expert" else None,
             )
         )
 

@@ -30,6 +30,7 @@ model).
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -96,6 +97,7 @@ class LMWorldModel:
         context: the model's context in tokens; prompts are cut to ``context - max_new_tokens``.
         max_new_tokens: the reply budget.
         batch_size: prompts per generation batch.
+        count: tokens of a prompt (chat messages), for a generator that cannot count (an endpoint).
     """
 
     name = "lm"
@@ -108,8 +110,10 @@ class LMWorldModel:
         context: int = 1024,
         max_new_tokens: int = REPLY_TOKENS,
         batch_size: int = 16,
+        count: Any = None,
     ) -> None:
         self.generator = generator
+        self.count = count
         self.nn = nn
         self.memory = memory
         self.context = int(context)
@@ -119,7 +123,7 @@ class LMWorldModel:
 
     def prompts(self, batch: Sequence[Item]) -> list[list[dict[str, str]]]:
         out = []
-        count = getattr(self.generator, "count_tokens", None)
+        count = getattr(self.generator, "count_tokens", None) or self.count
         for goal, obs, action in batch:
             similar = None
             if self.nn is not None:
@@ -137,7 +141,9 @@ class LMWorldModel:
             return []
         prompts = self.prompts(batch)
         kwargs: dict[str, Any] = {}
-        if hasattr(self.generator, "model"):  # in-process transformers: batch as asked
+        # In-process transformers: batch as asked. (An endpoint generator has a `model` too — the served
+        # name — but no batch size: it sends the prompts concurrently.)
+        if "batch_size" in inspect.signature(self.generator.generate).parameters:
             kwargs["batch_size"] = self.batch_size
         gens = self.generator.generate(prompts, max_new_tokens=self.max_new_tokens, stop=[END], **kwargs)
         out, self.last_stats = [], []
@@ -175,6 +181,7 @@ def load_world_model(
     threads: int | None = None,
     memory: str | Path | None = None,
     batch_size: int = 16,
+    served_model: str | None = None,
 ) -> Any:
     """A world model from a folder (or an endpoint).
 
@@ -182,7 +189,10 @@ def load_world_model(
         path: a ``lynn train world-model`` folder (any ``kind``: ``lm``, ``nearest``, ``memory``, ``copy``),
             or a local HF causal-LM folder, or (with ``llm_url``) the served model's name.
         page_memory: complement an LM with the page memory (figures are reported with and without).
-        llm_url: an OpenAI-compatible endpoint (``http://HOST:PORT/v1``).
+        llm_url: an OpenAI-compatible endpoint (``http://HOST:PORT/v1``). With a ``lynn train world-model``
+            folder as ``path``, its LM is the served model (``transformers serve FOLDER/lm``; the name is
+            ``served_model`` or that folder's absolute path) and its memory, context, reply budget and
+            tokenizer (to fit prompts) are used as in process; otherwise ``path`` is the served name.
         speculative: verification rule for the in-process LM (``None`` = plain ``generate``).
         memory: a ``memory.jsonl`` (training transitions) for retrieval/memory with a bare HF model.
 
@@ -192,13 +202,37 @@ def load_world_model(
     from lynn.lm.backends import OpenAIGenerator, TransformersGenerator
 
     if llm_url:
-        rows = read_memory(memory) if memory else []
-        gen = OpenAIGenerator(base_url=llm_url, model=str(path or ""))
+        folder = Path(path) if path is not None and (Path(path) / CONFIG_FILE).exists() else None
+        if folder is None:  # ``path`` is only the served model's name
+            rows = read_memory(memory) if memory else []
+            gen = OpenAIGenerator(base_url=llm_url, model=str(path or ""))
+            return LMWorldModel(
+                gen,
+                NearestNeighbourModel(rows) if rows else None,
+                PageMemory(rows) if rows and page_memory else None,
+                batch_size=batch_size,
+            )
+        # A `lynn train world-model` folder whose LM is served (``transformers serve FOLDER/lm``): its
+        # retrieval memory, context and reply budget, and its tokenizer to fit prompts, as in process.
+        from transformers import AutoTokenizer
+
+        from lynn.lm.tokenizer import encode_chat
+
+        cfg = json.loads((folder / CONFIG_FILE).read_text())
+        lm_dir = folder / cfg.get("lm", "lm")
+        rows = (
+            read_memory(memory or folder / MEMORY_FILE) if (memory or (folder / MEMORY_FILE).exists()) else []
+        )
+        tok = AutoTokenizer.from_pretrained(lm_dir)
+        gen = OpenAIGenerator(base_url=llm_url, model=served_model or str(lm_dir.resolve()))
         return LMWorldModel(
             gen,
             NearestNeighbourModel(rows) if rows else None,
             PageMemory(rows) if rows and page_memory else None,
+            context=int(cfg.get("context", 1024)),
+            max_new_tokens=int(cfg.get("reply_tokens", REPLY_TOKENS)),
             batch_size=batch_size,
+            count=lambda m: len(encode_chat(tok, m, add_generation_prompt=True)),
         )
     if path is None:
         raise ValueError(f"WebWorldModel needs model=PATH (a world-model folder); {TRAIN_HINT}")

@@ -30,7 +30,7 @@ import json
 import math
 import random
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +60,16 @@ BASE_FEATURES = (
     "confirm_words",
     "steps",
     "infeasible",
+    "answer_shape_seen",
+    "answer_line_goal_words",
+    "answer_in_goal",
 )
+_PAGE_STRING = re.compile(r'"([^"\\]{1,40})"')
+
+
+def answer_shape(answer: str) -> str:
+    """``$11.64`` -> ``$9.9``, ``Pedro Fischer`` -> ``a a``: the form of an answer, not its value."""
+    return re.sub(r"[^\W\d_]+", "a", re.sub(r"\d+", "9", answer.strip()))
 
 
 def task_kinds() -> dict[str, str]:
@@ -89,8 +98,11 @@ def features(
     final: dict[str, Any],
     answer: str | None,
     infeasible: bool = False,
+    shapes: Collection[str] | None = None,
 ) -> dict[str, float]:
-    """The feature vector (by name) of one episode: ``steps`` are (observation, action) pairs."""
+    """The feature vector (by name) of one episode: ``steps`` are (observation, action) pairs; ``shapes``
+    are the :func:`answer_shape` of the template's successful answers in training (``None``: a template
+    never seen; any answer's shape then counts as fitting, so unseen templates are judged as before)."""
     page = str(final.get("axtree", ""))
     low = page.lower()
     page_words = set(_words(page))
@@ -118,13 +130,30 @@ def features(
         "confirm_words": float(bool(_CONFIRM.search(page))),
         "steps": math.log1p(len(steps)),
         "infeasible": float(infeasible),
+        # Where the answer stands: goal words beside it on its line ("Price: $11.64" for a price question),
+        # and how much of it the goal already says (a random agent echoes the goal's product name).
+        "answer_line_goal_words": _line_goal_words(page, ans, gw),
+        "answer_in_goal": (sum(w in set(_words(goal)) for w in aw) / len(aw)) if aw else 0.0,
+        "answer_shape_seen": float(bool(ans) and (shapes is None or answer_shape(ans) in shapes)),
     }
     out = dict(base)
     for k in KINDS:
         on = float(kind == k)
         for name, v in base.items():
-            out[f"{k}*{name}"] = on * v
+            out[f"{k}*{name}"] = v if on else 0.0
     return out
+
+
+def _line_goal_words(page: str, answer: str, goal_words: Sequence[str]) -> float:
+    """Most goal words (not part of the answer) on one page line that contains the answer, at most 3."""
+    if not answer:
+        return 0.0
+    low, own, best = answer.lower(), set(_words(answer)), 0
+    goal = set(goal_words) - own
+    for line in page.split("\n"):
+        if low in line.lower():
+            best = max(best, len(goal & set(_words(line))))
+    return float(min(best, 3))
 
 
 def _vector(f: dict[str, float], names: Sequence[str]) -> list[float]:
@@ -139,11 +168,29 @@ def _corrupt(answer: str, rng: random.Random) -> str:
     return answer + " (not sure)" if answer else "unknown"
 
 
+def answer_shapes(rows: Sequence[dict[str, Any]]) -> dict[str, list[str]]:
+    """Template -> the :func:`answer_shape` of its successful episodes' answers."""
+    out: dict[str, set[str]] = {}
+    for e in episodes(rows):
+        if e and e[-1].get("reward", 0) >= 1.0:
+            ans, _ = answer_of(e[-1]["action"])
+            if ans:
+                out.setdefault(template_of(e[0]["task_id"]), set()).add(answer_shape(ans))
+    return {k: sorted(v) for k, v in out.items()}
+
+
 def reward_examples(
-    rows: Sequence[dict[str, Any]], kinds: dict[str, str], seed: int = 0
+    rows: Sequence[dict[str, Any]],
+    kinds: dict[str, str],
+    seed: int = 0,
+    shapes: dict[str, Collection[str]] | None = None,
 ) -> list[tuple[dict[str, float], int, str]]:
-    """(features, label, why) for the positives and negatives described in the module docstring."""
+    """(features, label, why) for the positives and negatives described in the module docstring.
+
+    ``shapes``: template -> answer shapes of the *training* data (default: those of ``rows``; pass the
+    model's :attr:`RewardModel.shapes` when measuring held-out rows)."""
     rng = random.Random(seed)
+    shapes = answer_shapes(rows) if shapes is None else shapes
     eps = [e for e in episodes(rows) if e and e[-1].get("reward", 0) >= 1.0]
     answers: dict[str, set[str]] = {}
     for e in eps:
@@ -159,7 +206,8 @@ def reward_examples(
             kind = kinds.get(template_of(tid), "info")
             steps = [(r["obs"], r["action"]) for r in e]
             ans, inf = answer_of(e[-1]["action"])
-            feats = features(e[0].get("goal", ""), kind, steps, e[-1]["next_obs"], ans, inf)
+            sh = shapes.get(template_of(tid))
+            feats = features(e[0].get("goal", ""), kind, steps, e[-1]["next_obs"], ans, inf, sh)
             out.append((feats, 0, "real failure"))
     for e in eps:
         tid = e[0]["task_id"]
@@ -168,15 +216,23 @@ def reward_examples(
         steps = [(r["obs"], r["action"]) for r in e]
         final = e[-1]["next_obs"]
         ans, inf = answer_of(e[-1]["action"])
-        out.append((features(goal, kind, steps, final, ans, inf), 1, "expert"))
+        sh = shapes.get(template_of(tid))
+        out.append((features(goal, kind, steps, final, ans, inf, sh), 1, "expert"))
         if kind == "info" and ans is not None:
             others = sorted(answers.get(template_of(tid), set()) - {ans})
             wrong = rng.choice(others) if others and rng.random() < 0.5 else _corrupt(ans, rng)
             if wrong != ans:
-                out.append((features(goal, kind, steps, final, wrong), 0, "corrupted answer"))
+                out.append((features(goal, kind, steps, final, wrong, False, sh), 0, "corrupted answer"))
+            # Another string of the final page as the answer (what a random agent says).
+            page_strings = sorted(set(_PAGE_STRING.findall(str(final.get("axtree", "")))) - {ans})
+            if page_strings:
+                word = rng.choice(page_strings)
+                out.append((features(goal, kind, steps, final, word, False, sh), 0, "page string answer"))
             if len(e) > 1:
                 k = rng.randint(1, len(e) - 1)
-                out.append((features(goal, kind, steps[:k], e[k]["obs"], None), 0, "truncated, no answer"))
+                out.append(
+                    (features(goal, kind, steps[:k], e[k]["obs"], None, False, sh), 0, "truncated, no answer")
+                )
         elif len(e) > 1:
             changing = [
                 i for i, r in enumerate(e[:-1]) if r["obs"].get("axtree") != r["next_obs"].get("axtree")
@@ -184,7 +240,11 @@ def reward_examples(
             if changing:
                 k = rng.randint(0, changing[-1])  # stop before the last change
                 out.append(
-                    (features(goal, kind, steps[:k], e[k]["obs"], ans), 0, "truncated before the last change")
+                    (
+                        features(goal, kind, steps[:k], e[k]["obs"], ans, inf, sh),
+                        0,
+                        "truncated before the last change",
+                    )
                 )
     return out
 
@@ -200,15 +260,24 @@ class RewardModel:
         scale: Sequence[float],
         kinds: dict[str, str] | None = None,
         threshold: float = 0.5,
+        shapes: dict[str, Sequence[str]] | None = None,
     ) -> None:
         self.names, self.coef, self.mean, self.scale = list(names), list(coef), list(mean), list(scale)
         self.kinds = dict(kinds or {})
         self.threshold = float(threshold)
+        #: Template -> answer shapes of its training successes (:func:`answer_shapes`).
+        self.shapes = {k: list(v) for k, v in (shapes or {}).items()}
 
     @classmethod
     def fit(
-        cls, examples: Sequence[tuple[dict[str, float], int, str]], kinds: dict[str, str], c: float = 1.0
+        cls,
+        examples: Sequence[tuple[dict[str, float], int, str]],
+        kinds: dict[str, str],
+        c: float = 1.0,
+        shapes: dict[str, Sequence[str]] | None = None,
     ) -> RewardModel:
+        """Fit on :func:`reward_examples`; ``shapes``: the training data's :func:`answer_shapes` (kept for
+        scoring)."""
         import numpy as np
         from sklearn.linear_model import LogisticRegression
 
@@ -221,7 +290,7 @@ class RewardModel:
         scale[scale == 0] = 1.0
         mean[names.index("bias")], scale[names.index("bias")] = 0.0, 1.0
         clf = LogisticRegression(C=c, max_iter=2000, fit_intercept=False).fit((x - mean) / scale, y)
-        return cls(names, clf.coef_[0].tolist(), mean.tolist(), scale.tolist(), kinds)
+        return cls(names, clf.coef_[0].tolist(), mean.tolist(), scale.tolist(), kinds, shapes=shapes)
 
     def score_features(self, f: dict[str, float]) -> float:
         z = sum(
@@ -240,8 +309,11 @@ class RewardModel:
         infeasible: bool = False,
     ) -> float:
         """P(success) of an episode of ``task_id`` ending on ``final`` with ``answer``."""
-        kind = self.kinds.get(template_of(task_id), "info")
-        return self.score_features(features(goal, kind, steps, final, answer, infeasible))
+        template = template_of(task_id)
+        kind = self.kinds.get(template, "info")
+        return self.score_features(
+            features(goal, kind, steps, final, answer, infeasible, self.shapes.get(template))
+        )
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(
@@ -253,6 +325,7 @@ class RewardModel:
                     "scale": self.scale,
                     "kinds": self.kinds,
                     "threshold": self.threshold,
+                    "shapes": self.shapes,
                 },
                 indent=1,
             )
@@ -268,7 +341,15 @@ class RewardModel:
                 f"no reward model at {p}; train one with `lynn train reward-model --data DIR --out DIR`"
             )
         d = json.loads(p.read_text())
-        return cls(d["names"], d["coef"], d["mean"], d["scale"], d.get("kinds"), d.get("threshold", 0.5))
+        return cls(
+            d["names"],
+            d["coef"],
+            d["mean"],
+            d["scale"],
+            d.get("kinds"),
+            d.get("threshold", 0.5),
+            d.get("shapes"),
+        )
 
 
 def evaluate_reward(
@@ -295,13 +376,14 @@ def train_reward_model(
     rows = read_transitions(*data)
     train = [r for r in rows if r.get("split") == "train"] if all_templates else training_split(rows)
     kinds = task_kinds()
-    model = RewardModel.fit(reward_examples(train, kinds, seed), kinds)
+    shapes = answer_shapes(train)
+    model = RewardModel.fit(reward_examples(train, kinds, seed, shapes), kinds, shapes=shapes)
     Path(out).mkdir(parents=True, exist_ok=True)
     model.save(Path(out) / "reward.json")
-    summary: dict[str, Any] = {"train": evaluate_reward(model, reward_examples(train, kinds, seed))}
+    summary: dict[str, Any] = {"train": evaluate_reward(model, reward_examples(train, kinds, seed, shapes))}
     for name, held in heldout_sets(rows).items():
         if held:
-            summary[name] = evaluate_reward(model, reward_examples(held, kinds, seed + 1))
+            summary[name] = evaluate_reward(model, reward_examples(held, kinds, seed + 1, shapes))
     summary["out"] = str(Path(out) / "reward.json")
     return summary
 

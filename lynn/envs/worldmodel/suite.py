@@ -8,7 +8,8 @@ seconds from LiveWeb transitions the suite records itself with ``lynn collect``:
 - ``train/``: the LiveWeb expert on every :data:`TRAIN_STRIDE`-th train task (or, when the suite LM's
   collection already ran in this results tree, its LiveWeb transitions — the same tasks — are reused);
 - ``eps/``: the ε-random expert (ε = :data:`EPSILON`, at most :data:`EPS_MAX_STEPS` steps) on every
-  :data:`EPS_STRIDE`-th train task: real failures for the reward model;
+  :data:`EPS_STRIDE`-th train task, and ``random/``: the random agent on as many other train tasks — real
+  failures for the reward model (without the random agent's, it scored random answers as successes);
 - ``test/``: the expert on the test instances the suite evaluates: their real start pages (what the
   env resets to) and their real outcomes. Test transitions never enter the model (train split only).
 
@@ -35,8 +36,10 @@ EPSILON = 0.2
 EPS_MAX_STEPS = 12
 READY = "suite.json"
 
-#: ``collect(split, task_ids, out, epsilon, max_steps) -> counts``: the expert on LiveWeb (ε-random if given).
-Collect = Callable[[str, Sequence[str], str, float | None, int], dict[str, Any]]
+RANDOM_STRIDE = 24
+#: ``collect(split, task_ids, out, epsilon, max_steps, agent) -> counts``: ``agent`` (``expert``, ε-random
+#: if ``epsilon`` is given, or ``random``) on LiveWeb.
+Collect = Callable[[str, Sequence[str], str, float | None, int, str], dict[str, Any]]
 
 
 def _has_transitions(folder: Path) -> bool:
@@ -44,7 +47,13 @@ def _has_transitions(folder: Path) -> bool:
 
 
 def _collect_once(
-    collect: Collect, folder: Path, split: str, tasks: Sequence[str], eps: float | None, max_steps: int = 30
+    collect: Collect,
+    folder: Path,
+    split: str,
+    tasks: Sequence[str],
+    eps: float | None,
+    max_steps: int = 30,
+    agent: str = "expert",
 ) -> None:
     stamp = folder / "collected.json"
     if stamp.exists() and json.loads(stamp.read_text()).get("tasks") == list(tasks):
@@ -52,7 +61,7 @@ def _collect_once(
     if folder.exists():  # partial or for other tasks: start over (collect appends)
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
-    counts = collect(split, list(tasks), str(folder), eps, max_steps)
+    counts = collect(split, list(tasks), str(folder), eps, max_steps, agent)
     stamp.write_text(json.dumps({"tasks": list(tasks), "counts": counts}))
 
 
@@ -69,10 +78,10 @@ def ensure_suite_world_model(
     Args:
         test_tasks: LiveWeb test task ids the suite evaluates (their start pages are recorded).
         train_tasks: the LiveWeb train task ids (every ``TRAIN_STRIDE``-th is collected).
-        collect: ``collect(split, tasks, out, epsilon, max_steps) -> counts`` (the CLI wraps ``lynn collect``).
+        collect: see :data:`Collect` (the CLI wraps ``lynn collect``).
         path: output folder (``worldmodel.json``, ``memory.jsonl``, ``starts.jsonl``, ``reward.json``).
         reuse: folders that may already hold expert train transitions of the same tasks (suite LM data).
-        with_eps: also collect ε-random failures for the reward model.
+        with_eps: also collect ε-random and random-agent failures for the reward model.
 
     Returns:
         ``{"model": folder, "reward_model": folder, "minutes": build time, ...}`` (also in ``suite.json``).
@@ -96,6 +105,16 @@ def ensure_suite_world_model(
     if with_eps:
         _collect_once(collect, data / "eps", "train", list(train_tasks)[::EPS_STRIDE], EPSILON, EPS_MAX_STEPS)
         sources.append(str(data / "eps"))
+        _collect_once(
+            collect,
+            data / "random",
+            "train",
+            list(train_tasks)[1::RANDOM_STRIDE],
+            None,
+            EPS_MAX_STEPS,
+            "random",
+        )
+        sources.append(str(data / "random"))
     _collect_once(collect, data / "test", "test", list(test_tasks), None)
     sources.append(str(data / "test"))
     wm = train_world_model(

@@ -106,13 +106,14 @@ def test_lynn_suite_builds_the_world_model_and_prints_imagined_next_to_real(
     # Few train tasks so that the test collects in seconds (the suite's own strides: 4 and 24).
     monkeypatch.setattr(suite, "TRAIN_STRIDE", 64)
     monkeypatch.setattr(suite, "EPS_STRIDE", 192)
-    calls: list[tuple[str, int, float | None]] = []
+    monkeypatch.setattr(suite, "RANDOM_STRIDE", 192)
+    calls: list[tuple[str, int, float | None, str]] = []
     real = suite.ensure_suite_world_model
 
     def counted(test_tasks, train_tasks, collect, **kw):
-        def spy(split, ids, out, eps, max_steps):
-            calls.append((split, len(ids), eps))
-            return collect(split, ids, out, eps, max_steps)
+        def spy(split, ids, out, eps, max_steps, agent):
+            calls.append((split, len(ids), eps, agent))
+            return collect(split, ids, out, eps, max_steps, agent)
 
         return real(test_tasks, train_tasks, spy, **kw)
 
@@ -120,8 +121,13 @@ def test_lynn_suite_builds_the_world_model_and_prints_imagined_next_to_real(
     args = ["suite", "--env", "Lynn/WebWorldModel-v0", "--episodes", "2", "--no-lm", "--no-progress"]
     assert main([*args, "--out", "results"]) == 0
     out = capsys.readouterr().out
-    assert [c[0] for c in calls] == ["train", "train", "test"]
-    assert calls[1][2] == suite.EPSILON and calls[2][1] == 2
+    assert [(c[0], c[3]) for c in calls] == [
+        ("train", "expert"),
+        ("train", "expert"),
+        ("train", "random"),
+        ("test", "expert"),
+    ]
+    assert calls[1][2] == suite.EPSILON and calls[3][1] == 2
     folder = tmp_path / "models" / "suite-worldmodel"
     for name in ("worldmodel.json", "memory.jsonl", "starts.jsonl", "reward.json", "suite.json"):
         assert (folder / name).exists(), name
