@@ -7,6 +7,12 @@
    ``scenario="real-pool"`` (the same streams for every router); success is the validator's verdict,
    cost the measured tokens x price, latency the measured wall time (from the cache).
 
+With ``--shock`` (a kill, degrade or join of a real worker at a given decision) the table adds
+success before/after the shock, the regret after it, recovery steps (rolling-50 success back to 0.9x
+the pre-shock level, held 50 steps) and, for a join, the steps until the newcomer gets half of 50
+decisions. ``--standby`` runs the simulated ``standby-shock`` recovery instead, measured on realised
+and on expected success (``info["expected_success"]``) over the same streams.
+
 Routers: our LinUCB (with and without stage-1 screening), linear Thompson, MABWiser's LinUCB, VW's
 ``--cb_explore_adf`` (SquareCB, epsilon-greedy), every single worker alone, and the privileged oracle
 (the best worker on each instance in hindsight). Regret is the gap to that oracle; "regret vs best
