@@ -604,7 +604,7 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
         if self.scoring == "reference":
             from lynn.envs.evmquest import reference
 
-            state.update(reference.measure(self.world, self.instance.task_id, self.instance.params))
+            state.update(reference.measure(self.world, self.instance.spec.task_id, self.instance.params))
         return state
 
     def _score(self) -> tuple[float, dict[str, Any]]:
