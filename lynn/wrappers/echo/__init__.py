@@ -5,7 +5,8 @@
   ``EchoRecordEpisodeStatistics`` (episode statistics that follow ``send``/``recv``).
 - :mod:`lynn.wrappers.echo.sb3`: ``EchoSB3VecEnv``, the same as a Stable-Baselines3 ``VecEnv``.
 - :mod:`lynn.wrappers.echo.actor_learner`: ``ActorLearner`` with ``pull`` / ``push_pull`` modes,
-  bounded staleness, ``local`` and ``ray`` backends.
+  bounded staleness, ``local`` and ``ray`` backends, weights published ``direct`` or through the
+  pipelined ``chain`` broadcast (workers relay the snapshot's chunks).
 - :mod:`lynn.wrappers.echo.capacity`: the capacity model and cost-aware worker activation.
 - :mod:`lynn.wrappers.echo.broadcast`: one-to-many vs pipelined-chain weight broadcast (Ray) and
   its discrete-event simulator.
