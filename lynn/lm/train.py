@@ -255,38 +255,36 @@ def train_lm(cfg: TrainConfig) -> dict[str, Any]:
     warmup = max(1, int(0.05 * planned_steps))
 
     class _Budget(TrainerCallback):
-        """Stops at ``max_minutes`` and fits the cosine schedule into it: the Trainer's schedule runs over
-        the planned epochs, so a run cut by the clock used to stop with its learning rate still near the
-        peak. From the measured time per step, the horizon is re-estimated (shrunk, never grown) every 20
-        steps and the schedule's decay is rescaled to end at the horizon."""
+        """Stops at ``max_minutes`` and fits the cosine decay into it. The Trainer's schedule runs over the
+        planned epochs, so a run cut by the clock used to stop with its learning rate near the peak. With a
+        budget, the decay's progress is the larger of the step fraction and the fraction of the budget spent,
+        so the schedule ends at whichever comes first — and a machine that speeds up or slows down mid-run
+        (shared cores) moves the decay with it instead of stopping early or late."""
 
-        horizon = planned_steps
+        t0 = time.monotonic()
 
-        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> Any:
-            if budget_s is None:
-                return control
-            elapsed = time.monotonic() - started
-            step = state.global_step
-            if step >= warmup and step % 20 == 0 and step > first_step[0]:
-                per_step = elapsed / (step - first_step[0])
-                fits = step + int((budget_s - elapsed) / per_step)
-                if fits < self.horizon:
-                    self.horizon = max(step + 1, fits)
-                    sched = getattr(
-                        kw.get("lr_scheduler"), "scheduler", kw.get("lr_scheduler")
-                    )  # accelerate may wrap it
-                    if hasattr(sched, "lr_lambdas"):
-                        sched.lr_lambdas = [_cosine_lambda(warmup, self.horizon)] * len(sched.lr_lambdas)
-            if elapsed > budget_s or step >= self.horizon:
-                control.should_training_stop = True
-                control.should_save = True
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> Any:
+            self.t0 = time.monotonic()  # the budget is training time: tokenizer and encoding are not in it
             return control
 
-    first_step = [0]  # the global step this process started from (non-zero on --resume)
+        def on_step_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> Any:
+            sched = getattr(
+                kw.get("lr_scheduler"), "scheduler", kw.get("lr_scheduler")
+            )  # accelerate may wrap it
+            if (
+                budget_s is not None
+                and hasattr(sched, "lr_lambdas")
+                and not getattr(sched, "_lynn_timed", False)
+            ):
+                lam = _cosine_lambda(warmup, planned_steps, lambda: (time.monotonic() - self.t0) / budget_s)
+                sched.lr_lambdas = [lam] * len(sched.lr_lambdas)
+                sched._lynn_timed = True
+            return control
 
-    class _FirstStep(TrainerCallback):
-        def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> Any:
-            first_step[0] = state.global_step
+        def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> Any:
+            if budget_s is not None and time.monotonic() - self.t0 > budget_s:
+                control.should_training_stop = True
+                control.should_save = True
             return control
 
     args = TrainingArguments(
@@ -317,7 +315,7 @@ def train_lm(cfg: TrainConfig) -> dict[str, Any]:
         args=args,
         train_dataset=examples,
         data_collator=_Collator(tokenizer.pad_token_id),
-        callbacks=[_FirstStep(), _Budget()],
+        callbacks=[_Budget()],
     )
     ckpts = sorted((out / "checkpoints").glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))
     trainer.train(resume_from_checkpoint=str(ckpts[-1]) if cfg.resume and ckpts else None)
@@ -354,14 +352,19 @@ def train_lm(cfg: TrainConfig) -> dict[str, Any]:
     return summary
 
 
-def _cosine_lambda(warmup: int, horizon: int) -> Any:
-    """Linear warm-up to 1 over ``warmup`` steps, then cosine decay to 0 at ``horizon`` (the shape of
-    transformers' ``cosine`` schedule, with a horizon the time budget can move)."""
+def _cosine_lambda(warmup: int, planned: int, spent: Any = None) -> Any:
+    """Linear warm-up over the first ``warmup / planned`` of the schedule, then cosine decay to 0 (the shape
+    of transformers' ``cosine`` schedule). The schedule's progress is the step fraction, or ``spent()`` (the
+    fraction of a time budget used) when that is larger — warm-up included, so a short budget is not spent
+    warming up."""
+    warm = warmup / max(1, planned)
 
     def lam(step: int) -> float:
-        if step < warmup:
-            return step / max(1, warmup)
-        progress = min(1.0, (step - warmup) / max(1, horizon - warmup))
-        return 0.5 * (1.0 + math.cos(math.pi * progress))
+        q = step / max(1, planned)
+        if spent is not None:
+            q = max(q, spent())
+        if q < warm:
+            return q / warm
+        return 0.5 * (1.0 + math.cos(math.pi * min(1.0, (q - warm) / max(1e-9, 1.0 - warm))))
 
     return lam

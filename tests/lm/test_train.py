@@ -100,7 +100,7 @@ def test_bad_options_are_clear(evm_demos: Path, tmp_path: Path) -> None:
 
 def test_a_run_cut_by_max_minutes_still_anneals(evm_demos: Path, tmp_path: Path) -> None:
     """With a time budget far below the planned epochs, the cosine decay is fitted into the budget: the run
-    stops early and its learning rate has come down (it used to stop near the peak, never annealed)."""
+    stops at the budget and its learning rate has come down (it used to stop near the peak, never annealed)."""
     peak = 3e-3
     summary = train_lm(
         TrainConfig(
@@ -116,4 +116,20 @@ def test_a_run_cut_by_max_minutes_still_anneals(evm_demos: Path, tmp_path: Path)
         )
     )
     assert summary["steps"] < summary["planned_steps"] / 4  # cut by the clock
+    assert summary["minutes"] >= 0.9 * 0.25  # ... and only by the clock: it used its budget
     assert summary["final_lr"] is not None and summary["final_lr"] < 0.35 * peak, summary["final_lr"]
+
+
+def test_budget_schedule_is_transformers_cosine_until_the_clock_binds() -> None:
+    import torch
+    from transformers.optimization import get_cosine_schedule_with_warmup
+
+    from lynn.lm.train import _cosine_lambda
+
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
+    ref = get_cosine_schedule_with_warmup(opt, 50, 1000).lr_lambdas[0]
+    ours = _cosine_lambda(50, 1000)
+    assert max(abs(ref(s) - ours(s)) for s in range(1001)) < 1e-12
+    half_spent = _cosine_lambda(50, 1000, spent=lambda: 0.5)  # the clock is ahead of the steps
+    assert half_spent(10) == pytest.approx(ref(500)) and half_spent(900) == pytest.approx(ref(900))
+    assert _cosine_lambda(50, 1000, spent=lambda: 1.2)(10) == pytest.approx(0.0, abs=1e-12)
