@@ -161,12 +161,7 @@ class _Link:
                 self.conn.send(msg)
                 return True
             except (OSError, EOFError):
-                if self.conn is not None:
-                    try:
-                        self.conn.close()
-                    except OSError:
-                        pass
-                    self.conn = None
+                self.close()  # reconnect on the next try
                 if time.monotonic() > deadline:
                     return False
                 time.sleep(0.05)

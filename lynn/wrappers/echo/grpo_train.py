@@ -118,18 +118,22 @@ def _reward_png(records: list[dict[str, Any]], path: Path, title: str) -> None:
     plt.close(fig)
 
 
+def _worker_kwargs(cfg: GRPOTrainConfig) -> dict[str, Any]:
+    """What a rollout worker is built from, the same in every mode."""
+    return {
+        "group_size": cfg.group_size,
+        "temperature": cfg.temperature,
+        "max_new_tokens": cfg.max_new_tokens,
+        "tasks": cfg.tasks,
+        "threads": cfg.threads,
+    }
+
+
 def _colocated(cfg: GRPOTrainConfig, learner: Any, updates: int, on_update: Any) -> dict[str, Any]:
     """Strict alternation in this process: R groups at the current weights, then one update."""
     from lynn.agents.llm.rollouts import RolloutWorker
 
-    worker = RolloutWorker(
-        cfg.model,
-        group_size=cfg.group_size,
-        temperature=cfg.temperature,
-        max_new_tokens=cfg.max_new_tokens,
-        tasks=cfg.tasks,
-        threads=cfg.threads,
-    )
+    worker = RolloutWorker(cfg.model, **_worker_kwargs(cfg))
     worker.model = learner.model  # one model: generation and training share it
     worker.gen.model = learner.model
     worker.version = learner.version
@@ -242,14 +246,7 @@ def train_grpo(cfg: GRPOTrainConfig) -> dict[str, Any]:
         if al is not None and cfg.kill_worker_at is not None and learner.version == cfg.kill_worker_at:
             al.kill_worker(0)
 
-    factory = WorkerFactory(
-        cfg.model,
-        group_size=cfg.group_size,
-        temperature=cfg.temperature,
-        max_new_tokens=cfg.max_new_tokens,
-        tasks=cfg.tasks,
-        threads=cfg.threads,
-    )
+    factory = WorkerFactory(cfg.model, **_worker_kwargs(cfg))
     try:
         if cfg.mode == "colocated":
             stats = _colocated(cfg, learner, todo, on_update)
