@@ -104,13 +104,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         backend=args.backend,
         address=args.address,
+        label=args.label,
     )
     summary = evaluate(cfg)
     if args.json:
         print(json.dumps(summary, sort_keys=True))
     else:
         print(
-            f"{summary['env_id']} · {summary['agent']}: {summary['episodes']} episodes, "
+            f"{summary['env_id']} · {summary['label']}: {summary['episodes']} episodes, "
             f"success {summary['success_rate']:.1%} ± {summary['success_ci95']:.1%}, "
             f"mean reward {summary['mean_reward']:.3f} ± {summary['reward_ci95']:.3f} -> {summary['results']}"
         )
@@ -363,6 +364,7 @@ def cmd_train_grpo(args: argparse.Namespace) -> int:
             EvalConfig(
                 env_id="Lynn/EVMQuest-v0",
                 agent="lm",
+                label="lm-grpo",
                 split="atomic",
                 out=str(Path(cfg.out) / "eval"),
                 agent_kwargs={"model": s["final"]},
@@ -474,6 +476,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("eval", help="evaluate an agent on an env (resumable)")
     p.add_argument("env_id")
     p.add_argument("--agent", default="random")
+    p.add_argument(
+        "--label",
+        help="leaderboard row name for this variant (default: the agent name), e.g. lm-grpo; names the run folder",
+    )
     p.add_argument(
         "--episodes", type=int, help="episodes (default 10), or per task with --split/--tasks (default 1)"
     )

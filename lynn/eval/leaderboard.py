@@ -1,26 +1,32 @@
 """Aggregate result folders into a leaderboard: Markdown, a self-contained HTML page, a PNG chart.
 
 Any folder tree holding ``episodes.jsonl`` files written by :mod:`lynn.eval.runner` works; rows are
-grouped by (env, split, agent) and report mean ± 95% CI of success and reward.
+grouped by (env, split, row name, variant) and report mean ± 95% CI of success and reward. The row name
+is the run's ``label`` (``lynn eval --label``), else the agent name (results written before labels
+existed); the variant is the agent and its kwargs from the run's ``config.json``. Two variants never
+share a row: when they share a name (e.g. two unlabeled ``lm`` runs with different models), the rows
+are named by the kwargs that differ, e.g. ``lm [model=lm-evm2]`` and ``lm [model=final]``.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import html
 import io
+import json
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lynn.eval.runner import RESULT_FILE, read_records
+from lynn.eval.runner import CONFIG_FILE, RESULT_FILE, read_records
 from lynn.eval.stats import mean_ci95
 
 
 @dataclass(frozen=True)
 class Row:
-    """One leaderboard line."""
+    """One leaderboard line (``agent`` is the row's name: the label, else the agent name)."""
 
     env_id: str
     split: str
@@ -34,19 +40,68 @@ class Row:
     crashed: int
 
 
+def _variant(run_folder: Path) -> str:
+    """The agent and its kwargs of the run in ``run_folder`` (canonical JSON; ``""`` without a config)."""
+    try:
+        cfg = json.loads((run_folder / CONFIG_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""
+    if not isinstance(cfg, dict):
+        return ""
+    return json.dumps(
+        {"agent": cfg.get("agent"), "agent_kwargs": cfg.get("agent_kwargs") or {}}, sort_keys=True
+    )
+
+
+def _short(value: Any) -> str:
+    """A kwarg value as a row-name part: a path by its last component, anything else as JSON."""
+    if isinstance(value, str):
+        parts = [p for p in value.replace("\\", "/").split("/") if p]
+        return parts[-1] if parts else value
+    return json.dumps(value, sort_keys=True)
+
+
+def _names(name: str, variants: list[str]) -> dict[str, str]:
+    """Distinct row names for the variants that share ``name``: the kwargs that differ, then a digest."""
+    if len(variants) == 1:
+        return {variants[0]: name}
+    parsed = {v: (json.loads(v) if v else {}) for v in variants}
+    flat = {
+        v: {"agent": p.get("agent"), **(p.get("agent_kwargs") or {})} if p else {} for v, p in parsed.items()
+    }
+    keys = sorted({k for f in flat.values() for k in f})
+    differing = [k for k in keys if len({json.dumps(f.get(k), sort_keys=True) for f in flat.values()}) > 1]
+    out = {}
+    for v, f in flat.items():
+        if not v:
+            out[v] = f"{name} [no config]"
+        else:
+            shown = ", ".join(f"{k}={_short(f.get(k))}" for k in differing)
+            out[v] = f"{name} [{shown}]"
+    if len(set(out.values())) < len(out):  # e.g. two models both in folders named "final"
+        out = {v: f"{n} #{hashlib.sha1(v.encode()).hexdigest()[:6]}" for v, n in out.items()}
+    return out
+
+
 def collect(root: str | Path) -> list[Row]:
-    """Every (env, split, agent) found under ``root``, best success first within each env."""
+    """Every (env, split, row name, variant) found under ``root``, best success first within each env."""
     root = Path(root)
     if not root.exists():
         raise FileNotFoundError(f"no results folder {root}")
-    groups: dict[tuple[str, str, str], dict[tuple[Any, ...], dict[str, Any]]] = defaultdict(dict)
+    groups: dict[tuple[str, str, str, str], dict[tuple[Any, ...], dict[str, Any]]] = defaultdict(dict)
     for path in sorted(root.rglob(RESULT_FILE)):
+        variant = _variant(path.parent)
         for rec in read_records(path):
-            key = (rec["env_id"], rec.get("split") or "all", rec["agent"])
+            name = rec.get("label") or rec["agent"]
+            key = (rec["env_id"], rec.get("split") or "all", name, variant)
             # The same episode found twice (copied folders) counts once.
             groups[key][(rec["episode"], rec["seed"], rec.get("task_id"))] = rec
+    shared: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+    for env_id, split, name, variant in groups:
+        shared[(env_id, split, name)].append(variant)
+    names = {k: _names(k[2], sorted(vs)) for k, vs in shared.items()}
     rows = []
-    for (env_id, split, agent), recs in groups.items():
+    for (env_id, split, name, variant), recs in groups.items():
         values = list(recs.values())
         s, s_ci = mean_ci95([1.0 if r["success"] else 0.0 for r in values])
         rw, rw_ci = mean_ci95([float(r["reward"]) for r in values])
@@ -54,7 +109,7 @@ def collect(root: str | Path) -> list[Row]:
             Row(
                 env_id,
                 split,
-                agent,
+                names[(env_id, split, name)][variant],
                 len(values),
                 s,
                 s_ci,

@@ -55,6 +55,9 @@ class EvalConfig:
         backend: ``local`` (this machine: in-process or ``workers`` processes) or ``ray``
             (``workers`` Ray actors, on a cluster with ``address``); never changes the results.
         address: Ray cluster to join (``HOST:PORT``); default: start a local Ray.
+        label: the leaderboard row's name (default: the agent name), for a variant of an agent, e.g.
+            ``lm-grpo`` for agent ``lm`` with another model; it also names the run folder, so two
+            variants write two folders under one ``out``.
     """
 
     env_id: str
@@ -71,10 +74,11 @@ class EvalConfig:
     progress: bool = True
     backend: str = "local"
     address: str | None = None
+    label: str | None = None
 
     def identity(self) -> dict[str, Any]:
         """The fields that define the results; a resumed run must match them."""
-        return {
+        ident = {
             "env_id": self.env_id,
             "agent": self.agent,
             "seed": self.seed,
@@ -84,6 +88,14 @@ class EvalConfig:
             "agent_kwargs": self.agent_kwargs,
             "max_steps": self.max_steps,
         }
+        if self.label is not None:  # only when set: unlabeled runs keep their old config.json
+            ident["label"] = self.label
+        return ident
+
+    @property
+    def row_name(self) -> str:
+        """The leaderboard row's name: the label, else the agent name."""
+        return self.label if self.label is not None else self.agent
 
 
 @dataclass(frozen=True)
@@ -103,7 +115,7 @@ def slug(text: str) -> str:
 
 def run_dir(cfg: EvalConfig) -> Path:
     """Where ``cfg``'s results live."""
-    name = slug(cfg.agent) + (f"__{slug(cfg.split)}" if cfg.split else "")
+    name = slug(cfg.row_name) + (f"__{slug(cfg.split)}" if cfg.split else "")
     return Path(cfg.out) / slug(bare_id(cfg.env_id)) / name
 
 
@@ -230,6 +242,8 @@ class _Episodes:
             "error": None,
             "step_errors": 0,
         }
+        if self.cfg.label is not None:  # the row name, when it is not the agent's
+            record["label"] = self.cfg.label
         timings = {"reset_s": 0.0, "act_s": 0.0, "step_s": 0.0}
         start = time.perf_counter()
         try:
@@ -360,6 +374,7 @@ def _run_ray(cfg: EvalConfig, todo: list[EpisodeSpec]) -> Iterator[dict[str, Any
                     "episode": spec.index,
                     "seed": spec.seed,
                     "agent": cfg.agent,
+                    **({"label": cfg.label} if cfg.label is not None else {}),
                     "reward": 0.0,
                     "success": False,
                     "steps": 0,
@@ -413,6 +428,7 @@ def summarize(records: list[dict[str, Any]], cfg: EvalConfig | None = None) -> d
     summary: dict[str, Any] = {
         "env_id": bare_id(cfg.env_id) if cfg else first.get("env_id"),
         "agent": cfg.agent if cfg else first.get("agent"),
+        "label": cfg.row_name if cfg else first.get("label", first.get("agent")),
         "split": cfg.split if cfg else first.get("split"),
         "seed": cfg.seed if cfg else None,
         "episodes": len(records),
@@ -439,6 +455,8 @@ def evaluate(cfg: EvalConfig) -> dict[str, Any]:
         raise EvalError("--workers must be at least 1")
     if cfg.episodes is not None and cfg.episodes < 1:
         raise EvalError("--episodes must be at least 1")
+    if cfg.label is not None and not re.search(r"[A-Za-z0-9]", cfg.label):
+        raise EvalError(f"--label must contain a letter or digit, got {cfg.label!r}")
     _spec(cfg.env_id)
     specs = plan(cfg)
     out = run_dir(cfg)
@@ -490,7 +508,7 @@ class _Progress:
         self.total = total
         self.wins = sum(1 for r in done if r["success"])
         self.count = len(done)
-        self.label = f"{cfg.env_id} · {cfg.agent}"
+        self.label = f"{cfg.env_id} · {cfg.row_name}"
 
     def __enter__(self) -> _Progress:
         if self.enabled:

@@ -534,7 +534,7 @@ def test_config_dict_is_every_field() -> None:
     assert d["seed"] == 2 and d["env_kwargs"] == {"a": 1} and d["backend"] == "local" and d["address"] is None
     assert set(d) == {
         "env_id", "agent", "episodes", "seed", "workers", "out", "split", "tasks", "env_kwargs", "agent_kwargs",
-        "max_steps", "progress", "backend", "address",
+        "max_steps", "progress", "backend", "address", "label",
     }  # fmt: skip
 
 
