@@ -298,7 +298,12 @@ def test_update_steps_versions_and_validate(tiny):
     assert "older than" in learner.validate(groups[0])
     # Worker timings (capacity model: mu = 1 / seconds per group) are averaged over the batch.
     timed = [{**g, "version": 2, "gen_s": 1.0 + i, "env_s": 0.5} for i, g in enumerate(groups)]
-    assert learner.update(timed)["rollout_s_mean"] == pytest.approx((1.5 + 2.5 + 3.5) / 3)
+    m = learner.update(timed)
+    assert m["rollout_s_mean"] == pytest.approx((1.5 + 2.5 + 3.5) / 3)
+    assert "rollout_s_by_worker" not in m  # no worker named
+    named = [{**g, "version": 3, "worker": w} for g, w in zip(timed, (0, 1, 0), strict=True)]
+    m = learner.update(named)
+    assert m["rollout_s_by_worker"] == pytest.approx({"0": (1.5 + 3.5) / 2, "1": 2.5})
 
 
 def test_grpo_raises_reward_of_a_preferred_completion(tiny):

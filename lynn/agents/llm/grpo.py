@@ -457,7 +457,7 @@ class GRPOLearner:
                 sums[k] += info[k]
         return loss_total, sums, rb
 
-    def update(self, batch: list[dict[str, Any]]) -> dict[str, float]:
+    def update(self, batch: list[dict[str, Any]]) -> dict[str, Any]:
         """One optimiser step on ``batch`` (rollout groups); returns metrics."""
         torch = self.torch
         t0 = time.perf_counter()
@@ -473,7 +473,7 @@ class GRPOLearner:
             del self.snapshots[old_v]
         rewards = rb.rewards
         tok = max(sums["tokens"], 1.0)
-        metrics = {
+        metrics: dict[str, Any] = {
             "loss": loss_total,
             "reward_mean": float(rewards.mean()),
             "reward_std": float(rewards.std()) if n > 1 else 0.0,
@@ -492,6 +492,13 @@ class GRPOLearner:
         durations = [float(g.get("gen_s", 0.0)) + float(g.get("env_s", 0.0)) for g in batch]
         if any(durations):
             metrics["rollout_s_mean"] = sum(durations) / len(durations)
+            # Per worker (heterogeneous workers: each one's mu_i), when the groups name their worker.
+            by_worker: dict[str, list[float]] = {}
+            for g, d in zip(batch, durations, strict=True):
+                if g.get("worker") is not None:
+                    by_worker.setdefault(str(g["worker"]), []).append(d)
+            if by_worker:
+                metrics["rollout_s_by_worker"] = {w: sum(v) / len(v) for w, v in sorted(by_worker.items())}
         self.history.append({"version": self.version, **metrics})
         return metrics
 

@@ -809,6 +809,7 @@ class ActorLearner:
             while coord.t < updates:
                 if time_budget is not None and time.perf_counter() - start > time_budget:
                     break
+                t_wait = time.perf_counter()
                 with lock:
                     batch = coord.take()
                     while batch is None and not errors:
@@ -822,6 +823,7 @@ class ActorLearner:
                     break
                 t0 = time.perf_counter()
                 first_update = t0 if first_update is None else first_update
+                busy0 = busy
                 metrics = self.learner.update([r.data for r in batch])
                 publish = False
                 with lock:
@@ -839,6 +841,11 @@ class ActorLearner:
                     step=coord.t,
                     max_staleness=max(coord.t - 1 - r.version for r in batch),
                     time_s=time.perf_counter() - start,
+                    # The learner's stall before this update, and the rollouts arrived so far: the
+                    # capacity model's inputs over any window of updates (steady state, not start-up).
+                    wait_s=t0 - t_wait,
+                    busy_s=busy - busy0,
+                    generated=coord.generated,
                 )
                 stats.metrics.append(record)
                 if on_update is not None:
