@@ -9,6 +9,14 @@ tokens/s, the ratio to greedy at the same batch size (HF ``generate``), the rati
 generation, mean accepted draft tokens per verification, target forwards per token (counted by a
 forward hook, the same way for every method) and the share of prompts whose output equals greedy.
 
+``--forward-costs`` adds why the wall-clock ratios are what they are on this machine: the measured
+time of one cached target forward over k = 1 … γ+1 new tokens and of one draft forward, and from them
+the *ceiling* of strict draft-model speculative decoding, ``(γ+1)·t_target(1) / (γ·t_draft +
+t_target(γ+1))`` — its speed over greedy if every draft token were accepted. Speculative decoding
+pays off where a k-token verification costs about what a 1-token forward does and the draft is
+nearly free (a memory-bound GPU forward); on a CPU running small models both terms grow, and a
+ceiling below a goal means no drafter or acceptance rule can reach it with that pair of models.
+
 Without model directories, ``--demo DIR`` first trains a tiny byte-level-BPE target and a draft on
 synthetic EVMQuest/LiveWeb-like text (a minute or two) and writes them, with prompts, under DIR.
 
@@ -55,6 +63,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--raw", action="store_true", help="encode prompts as-is (no chat template)")
     parser.add_argument("--methods", help="comma-separated subset of method labels (substring match)")
     parser.add_argument("--out", default="results/bench/specdec", help="where specdec.json/.md go")
+    parser.add_argument(
+        "--forward-costs", action="store_true", help="also time k-token target/draft forwards and the ceiling"
+    )
+    parser.add_argument(
+        "--ceiling-sweep",
+        action="store_true",
+        help="only print the ceiling for untrained targets of growing size against the draft preset "
+        "(forward costs do not depend on the weights), then exit",
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -308,6 +325,119 @@ def _encode(tok: Any, rows: list[dict], raw: bool, max_tokens: int) -> list[list
     return out
 
 
+def forward_costs(model: Any, prompt: list[int], ks: list[int], repeats: int = 30) -> dict[int, float]:
+    """Median seconds of one forward of ``k`` new tokens over a cached ``prompt``, for each k in ``ks``.
+
+    The cache is cropped back to the prompt after every forward, as a rejected verification is.
+    """
+    import statistics
+
+    import torch
+    from transformers import DynamicCache
+
+    ids = torch.tensor([prompt])
+    out: dict[int, float] = {}
+    with torch.inference_mode():
+        cache = DynamicCache()
+
+        def fwd(x: Any) -> None:
+            try:  # transformers 5.x names it `cache`; older models take `past_key_values`
+                model(input_ids=x, cache=cache, use_cache=True)
+            except TypeError:
+                model(input_ids=x, past_key_values=cache, use_cache=True)
+
+        fwd(ids)
+        gen = torch.Generator().manual_seed(0)
+        for k in ks:
+            times = []
+            for _ in range(repeats + 2):
+                new = torch.randint(0, model.config.vocab_size, (1, k), generator=gen)
+                t0 = time.perf_counter()
+                fwd(new)
+                times.append(time.perf_counter() - t0)
+                cache.crop(-k)
+            out[k] = statistics.median(times[2:])
+    return out
+
+
+def ceiling(t_target: dict[int, float], t_draft: float, gamma: int) -> float:
+    """Speed over greedy of strict draft-model speculation at draft length ``gamma`` if every draft
+    token were accepted: γ+1 tokens per γ draft forwards and one (γ+1)-token verification."""
+    return (gamma + 1) * t_target[1] / (gamma * t_draft + t_target[gamma + 1])
+
+
+def _cost_lines(target: Any, draft: Any, prompt: list[int], gamma: int) -> tuple[list[str], dict]:
+    ks = list(range(1, gamma + 2))
+    tt = forward_costs(target, prompt, ks)
+    td = forward_costs(draft, prompt, [1])[1]
+    lines = [
+        f"Forward costs (one cached forward, prompt of {len(prompt)} tokens, median of 30):",
+        "",
+        "| model | " + " | ".join(f"k={k}" for k in ks) + " |",
+        "|---|" + "---:|" * len(ks),
+        "| target ms | " + " | ".join(f"{tt[k] * 1e3:.2f}" for k in ks) + " |",
+        "| target ms, ÷ k=1 | " + " | ".join(f"{tt[k] / tt[1]:.2f}" for k in ks) + " |",
+        f"| draft ms (k=1) | {td * 1e3:.2f} |" + " |" * (len(ks) - 1),
+        "",
+    ]
+    ceil = {g: ceiling(tt, td, g) for g in range(1, gamma + 1)}
+    lines.append(
+        "- ceiling of strict draft speculation over greedy (all drafts accepted), γ = "
+        + ", ".join(f"{g}: {c:.2f}x" for g, c in ceil.items())
+        + f"; draft/target forward cost {td / tt[1]:.2f}"
+    )
+    lookup = max((k * tt[1] / tt[k], k) for k in ks)
+    lines.append(
+        f"- ceiling of prompt lookup (free drafts, all accepted): {lookup[0]:.2f}x at k = {lookup[1]} tokens"
+    )
+    data = {"target_s": tt, "draft_s": td, "ceiling_draft": ceil, "ceiling_lookup": lookup[0]}
+    return lines, data
+
+
+# Target shapes for --ceiling-sweep: the lynn.lm presets plus one larger than this CPU can train.
+SWEEP_SHAPES = {
+    "base": (256, 4, 704, 8),
+    "small": (512, 6, 1408, 8),
+    "768x8": (768, 8, 2048, 12),
+}
+
+
+def ceiling_sweep(prompt_tokens: int = 100, max_gamma: int = 7) -> list[str]:
+    """The ceiling of strict draft speculation for untrained LLaMA targets of each ``SWEEP_SHAPES``
+    size against the ``draft`` preset, on this machine: what the hardware allows before any training."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from lynn.lm.train import SIZES
+
+    def make(h: int, layers: int, mlp: int, heads: int) -> Any:
+        cfg = LlamaConfig(
+            vocab_size=4096, hidden_size=h, intermediate_size=mlp, num_hidden_layers=layers,
+            num_attention_heads=heads, num_key_value_heads=heads, max_position_embeddings=2048,
+        )  # fmt: skip
+        return LlamaForCausalLM(cfg).eval()
+
+    torch.manual_seed(0)
+    prompt = torch.randint(0, 4096, (prompt_tokens,)).tolist()
+    d = SIZES["draft"]
+    draft = make(d["hidden"], d["layers"], d["mlp"], d["heads"])
+    td = forward_costs(draft, prompt, [1])[1]
+    lines = [
+        f"| target | params | k=1 ms | k={max_gamma + 1} ms (÷ k=1) | draft ms | best ceiling (γ) |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for name, shape in SWEEP_SHAPES.items():
+        t = make(*shape)
+        tt = forward_costs(t, prompt, list(range(1, max_gamma + 2)))
+        best = max((ceiling(tt, td, g), g) for g in range(1, max_gamma + 1))
+        n = sum(p.numel() for p in t.parameters()) / 1e6
+        lines.append(
+            f"| {name} | {n:.1f}M | {tt[1] * 1e3:.1f} | {tt[max_gamma + 1] * 1e3:.1f} "
+            f"({tt[max_gamma + 1] / tt[1]:.2f}) | {td * 1e3:.2f} | {best[0]:.2f}x ({best[1]}) |"
+        )
+    return lines
+
+
 def _table(rows: list[Row]) -> list[str]:
     head = (
         "| method | batch | tokens | s | tok/s | × greedy (same batch) | × HF assisted | mean accepted "
@@ -337,6 +467,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.ceiling_sweep:
+        print(f"Ceiling of strict draft speculation on this machine ({torch.get_num_threads()} threads):")
+        print("\n".join(ceiling_sweep()))
+        return 0
     if args.demo:
         if args.target or args.draft:
             raise UsageError("pass either --demo DIR or --target/--draft, not both")
@@ -461,11 +595,18 @@ def run(args: argparse.Namespace) -> int:
         f"(mean {meta['mean_prompt_tokens']:.0f} tokens), max {args.max_new_tokens} new tokens"
     )
     md = [f"**{title}**", "", *_table(rows), "", *(f"- {g}" for g in goals)]
+    costs = None
+    if args.forward_costs:
+        cost_md, costs = _cost_lines(target, draft, prompts[0], args.gamma)
+        md += ["", *cost_md]
     print("\n" + "\n".join(md))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "specdec.json").write_text(
-        json.dumps({"meta": meta, "rows": [asdict(r) for r in rows], "goals": goals}, indent=2)
+        json.dumps(
+            {"meta": meta, "rows": [asdict(r) for r in rows], "goals": goals, "forward_costs": costs},
+            indent=2,
+        )
     )
     (out / "specdec.md").write_text("\n".join(md) + "\n")
     print(f"\nwrote {out / 'specdec.json'} and {out / 'specdec.md'}")

@@ -506,15 +506,39 @@ def test_typical_tokens_pass_the_typical_threshold(lm):
 # The benchmark runs end to end (lynn bench specdec), on demo models trained for two steps
 
 
+def test_speculation_ceiling_is_gamma_plus_one_only_for_free_drafts_and_flat_verification():
+    from lynn.bench.specdec import ceiling
+
+    flat = {k: 0.01 for k in range(1, 7)}
+    assert ceiling(flat, 0.0, 5) == pytest.approx(6.0)  # a GPU-like verify and a free draft
+    # a CPU-like verify whose cost grows with k and a draft at 40% of the target: below 2x
+    cpu = {1: 0.0069, 6: 0.0105}
+    assert ceiling(cpu, 0.0029, 5) == pytest.approx(6 * 0.0069 / (5 * 0.0029 + 0.0105))
+    assert ceiling(cpu, 0.0029, 5) < 2
+
+
+def test_ceiling_sweep_prints_a_row_per_target_shape(capsys, monkeypatch):
+    from lynn.bench import specdec
+
+    monkeypatch.setattr(specdec, "SWEEP_SHAPES", {"t1": (32, 1, 64, 2), "t2": (64, 2, 128, 4)})
+    assert specdec.main(["--ceiling-sweep", "--threads", "1"]) == 0
+    rows = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith(("| t1", "| t2"))]
+    assert [r.split("|")[1].strip() for r in rows] == ["t1", "t2"]
+    assert all(float(r.split("|")[-2].split("x")[0]) > 0 for r in rows)
+
+
 def test_bench_specdec_smoke(tmp_path, capsys):
     from lynn.bench import specdec
 
     code = specdec.main(
         ["--demo", str(tmp_path / "demo"), "--demo-steps", "2", "--demo-docs", "200", "--n-prompts", "3", "--max-new-tokens", "6",
-         "--methods", "strict", "--out", str(tmp_path / "out")]
+         "--methods", "strict", "--out", str(tmp_path / "out"), "--forward-costs", "--gamma", "3"]
     )  # fmt: skip
     assert code == 0
     report = json.loads((tmp_path / "out" / "specdec.json").read_text())
+    costs = report["forward_costs"]
+    assert sorted(costs["target_s"]) == ["1", "2", "3", "4"] and costs["draft_s"] > 0
+    assert all(v > 0 for v in costs["target_s"].values()) and 0 < costs["ceiling_draft"]["3"] < 4
     rows = {(r["method"], r["batch"]): r for r in report["rows"]}
     assert set(rows) == {
         ("greedy (HF generate)", 1), ("greedy (ours)", 1), ("ours strict, draft", 1),
