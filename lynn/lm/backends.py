@@ -65,6 +65,27 @@ class Generator(abc.ABC):
         """Release what the backend holds."""
 
 
+def encode_prompt(tokenizer: Any, prompt: Prompt) -> list[int]:
+    """Token ids of a prompt: a string as-is, chat messages through the chat template plus the reply
+    header (what every transformers-side generator and learner of the project feeds a model)."""
+    if isinstance(prompt, str):
+        return list(tokenizer(prompt, add_special_tokens=False)["input_ids"])
+    from lynn.lm.tokenizer import encode_chat
+
+    return encode_chat(tokenizer, prompt, add_generation_prompt=True)
+
+
+def eos_token_ids(tokenizer: Any, model: Any) -> list[int]:
+    """Every id that ends a reply: the tokenizer's EOS and the model's generation-config EOS (int or list)."""
+    ids: set[int] = set()
+    for tid in (tokenizer.eos_token_id, getattr(model.generation_config, "eos_token_id", None)):
+        if isinstance(tid, int):
+            ids.add(tid)
+        elif isinstance(tid, list):
+            ids.update(t for t in tid if isinstance(t, int))
+    return sorted(ids)
+
+
 def set_threads(threads: int | None) -> None:
     """Torch intra-op threads (``LYNN_TORCH_THREADS`` when ``threads`` is None). On a loaded 2-core
     machine one thread is several times faster than two (measured: 0.33 s vs 1.2 s a training step)."""
@@ -148,7 +169,7 @@ class TransformersGenerator(Generator):
                 self.draft_model = draft
             if self.draft_model.config.vocab_size != self.model.config.vocab_size:
                 raise ValueError("the draft model must share the target's vocabulary")
-        self.eos_ids = self._eos_ids()
+        self.eos_ids = eos_token_ids(self.tokenizer, self.model)
         self.context = int(getattr(self.model.config, "max_position_embeddings", 2048))
         if constraint not in (None, "copy_hex"):
             raise ValueError(f"constraint must be None or 'copy_hex', got {constraint!r}")
@@ -158,22 +179,9 @@ class TransformersGenerator(Generator):
 
             self.constraint = HexCopyConstraint(self.tokenizer)
 
-    def _eos_ids(self) -> list[int]:
-        ids = set()
-        for tid in (self.tokenizer.eos_token_id, getattr(self.model.generation_config, "eos_token_id", None)):
-            if isinstance(tid, int):
-                ids.add(tid)
-            elif isinstance(tid, list):
-                ids.update(tid)
-        return sorted(ids)
-
     def encode(self, prompt: Prompt) -> list[int]:
         """Token ids of a prompt (chat messages through the chat template, plus the reply header)."""
-        if isinstance(prompt, str):
-            return list(self.tokenizer(prompt, add_special_tokens=False)["input_ids"])
-        from lynn.lm.tokenizer import encode_chat
-
-        return encode_chat(self.tokenizer, prompt, add_generation_prompt=True)
+        return encode_prompt(self.tokenizer, prompt)
 
     def count_tokens(self, prompt: Prompt) -> int:
         return len(self.encode(prompt))
