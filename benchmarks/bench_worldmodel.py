@@ -110,6 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     from lynn.envs.worldmodel.data import heldout_sets, read_transitions, start_pages, training_split
     from lynn.envs.worldmodel.evaluate import one_step, rollout_f1
     from lynn.envs.worldmodel.reward_model import (
+        UNSEEN_SHARE,
         RewardModel,
         answer_shapes,
         evaluate_reward,
@@ -203,7 +204,9 @@ def main(argv: list[str] | None = None) -> int:
         print("|---|---|---|---|---|---|---|---|")
         for vname, vtrain in variants:
             shapes = answer_shapes(vtrain)
-            rm = RewardModel.fit(reward_examples(vtrain, kinds, 0, shapes), kinds, shapes=shapes)
+            rm = RewardModel.fit(
+                reward_examples(vtrain, kinds, 0, shapes, unseen=UNSEEN_SHARE), kinds, shapes=shapes
+            )
             held = {k: sets[k] + eps_sets[k] for k in sets}
             for set_name, set_rows in {"train": vtrain, **held}.items():
                 ex = reward_examples(set_rows, kinds, seed=1, shapes=shapes)
@@ -226,7 +229,9 @@ def main(argv: list[str] | None = None) -> int:
 
         kinds = task_kinds()
         shapes = answer_shapes(rm_train)
-        rm = RewardModel.fit(reward_examples(rm_train, kinds, 0, shapes), kinds, shapes=shapes)
+        rm = RewardModel.fit(
+            reward_examples(rm_train, kinds, 0, shapes, unseen=UNSEEN_SHARE), kinds, shapes=shapes
+        )
         eps = episodes([r for r in rows if r.get("split") == "test"])
         print(
             "\n| world model (expert's test episodes replayed) | episodes | real success | imagined success |"

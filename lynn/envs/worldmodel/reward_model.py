@@ -33,6 +33,7 @@ import re
 from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote_plus
 
 from lynn.envs.worldmodel.baselines import element_block
 from lynn.envs.worldmodel.data import episodes, template_of
@@ -45,7 +46,7 @@ _SUBMIT = re.compile(
     r"\b(save|submit|update|post|add|place|buy|apply|vote|create|comment|remove|confirm|send)\b", re.I
 )
 _CONFIRM = re.compile(
-    r"\b(saved|updated|posted|added|placed|success|thank|created|removed|confirmed)\b", re.I
+    r"\b(saved|updated|posted|added|placed|success|thank|created|removed|confirmed|recorded)\b", re.I
 )
 _STOP = re.compile(r"""^\s*(send_msg_to_user|report_infeasible)\(\s*(['"])(.*)\2\s*\)\s*$""", re.S)
 BASE_FEATURES = (
@@ -63,7 +64,61 @@ BASE_FEATURES = (
     "answer_shape_seen",
     "answer_line_goal_words",
     "answer_in_goal",
+    "answer_type_known",
+    "answer_type_fits",
+    "answer_value_on_page",
+    "answer_on_control",
+    "goal_values_in_title_url",
+    "confirm_words_url",
+    "goal_values_left_page",
 )
+#: Roles whose name is an input or a command, not content: an answer found only there is a UI string.
+_CONTROLS = frozenset(
+    "button textbox searchbox combobox checkbox radio spinbutton option tab menuitem slider switch".split()
+)
+_ROLE = re.compile(r"^\s*(?:\[[^\]]+\] )?([a-zA-Z]+)")
+#: Share of training templates whose answer shapes are hidden when fitting (:func:`reward_examples`'s
+#: ``unseen``): with every template's shapes known, the fit leans on ``answer_shape_seen`` alone and then
+#: fails on templates it has never seen (chosen on a train-only dev split of whole templates: 0.5).
+UNSEEN_SHARE = 0.5
+#: Answer forms, most specific first: an answer has the first form that matches it whole.
+ANSWER_TYPES = (
+    ("email", re.compile(r"[^@\s]+@[^@\s]+\.[A-Za-z]+")),
+    ("date", re.compile(r"\d{4}-\d{2}-\d{2}")),
+    ("money", re.compile(r"\$\d[\d,]*(?:\.\d+)?")),
+    ("count", re.compile(r"\d+")),
+    ("code", re.compile(r"[A-Z]{2,}-\d+")),
+    ("handle", re.compile(r"[a-z][a-z0-9_.]*\d+")),
+    ("word", re.compile(r"[a-z]+")),
+    ("name", re.compile(r"[A-Z][^\s:]*(?: [^\s:]+)*")),
+)
+#: What a question asks for, read off its wording (the first rule that matches): the answer forms that fit.
+#: Generic English question words, the same for every site and template.
+GOAL_TYPES = (
+    (re.compile(r"\be-?mail\b", re.I), frozenset({"email"})),
+    (re.compile(r"\bdate\b|\bwhen\b", re.I), frozenset({"date"})),
+    (re.compile(r"\bhow many\b|\bnumber of\b", re.I), frozenset({"count"})),
+    (re.compile(r"\b(price|total|revenue|spend|spent|cost|amount|how much)\b", re.I), frozenset({"money"})),
+    (re.compile(r"\b(sku|code)\b", re.I), frozenset({"code"})),
+    (re.compile(r"\b(who|whom|author)\b", re.I), frozenset({"name", "handle"})),
+    (re.compile(r"\b(which|title|name|category)\b", re.I), frozenset({"name", "word"})),
+    (re.compile(r"\bstatus\b", re.I), frozenset({"word"})),
+    (re.compile(r"\b(score|karma|stock|rating|rank|votes?)\b", re.I), frozenset({"count"})),
+)
+
+
+def answer_type(answer: str) -> str:
+    """The form of an answer (:data:`ANSWER_TYPES`: ``email``, ``date``, ``money``, ``count``, ``code``,
+    ``handle``, ``word``, ``name``), ``""`` for none of them."""
+    a = answer.strip()
+    return next((name for name, pat in ANSWER_TYPES if pat.fullmatch(a)), "")
+
+
+def expected_types(goal: str) -> frozenset[str]:
+    """The answer forms a question asks for (:data:`GOAL_TYPES`), empty when its wording says none."""
+    return next((types for pat, types in GOAL_TYPES if pat.search(goal)), frozenset())
+
+
 _PAGE_STRING = re.compile(r'"([^"\\]{1,40})"')
 
 
@@ -112,6 +167,9 @@ def features(
     gw = [w for w in _words(goal) if len(w) > 3]
     title_w = set(_words(str(final.get("title", ""))))
     url_w = set(_words(str(final.get("url", "")).split("/", 3)[-1]))
+    want = expected_types(goal)
+    url_text = unquote_plus(str(final.get("url", "")).split("/", 3)[-1]).lower()
+    title_url = f"{str(final.get('title', '')).lower()} {url_text}"
     submits = 0
     for o, a in steps:
         bid = action_target(a)
@@ -135,6 +193,25 @@ def features(
         "answer_line_goal_words": _line_goal_words(page, ans, gw),
         "answer_in_goal": (sum(w in set(_words(goal)) for w in aw) / len(aw)) if aw else 0.0,
         "answer_shape_seen": float(bool(ans) and (shapes is None or answer_shape(ans) in shapes)),
+        # Does the answer have the form the question asks for (a price for "what is the price", a count
+        # for "how many", ...)? Read off the goal's wording, so it holds on templates never seen.
+        "answer_type_known": float(bool(ans) and bool(want)),
+        "answer_type_fits": float(bool(ans) and answer_type(ans) in want),
+        # The answer as a whole value of the page ("3" in `cell "3"`, not in "$3,603.28"), and whether
+        # it stands only in controls' names (a button's label: what a random agent reads out).
+        "answer_value_on_page": float(bool(ans) and _value_on_page(page, ans)),
+        "answer_on_control": float(bool(ans) and _only_on_controls(page, ans)),
+        # Navigation: the goal's quoted values and numbers in the final title or (decoded) URL.
+        "goal_values_in_title_url": (sum(v in title_url for v in values) / len(values)) if values else 0.0,
+        # A confirmation in the URL (a flash message after a form post: ``?msg=Vote+recorded``).
+        "confirm_words_url": float(bool(_CONFIRM.search(url_text))),
+        # Removal: the goal's values were on a page of the trajectory and are gone from the final one.
+        "goal_values_left_page": (
+            sum(v not in low and any(v in str(o.get("axtree", "")).lower() for o, _ in steps) for v in values)
+            / len(values)
+        )
+        if values
+        else 0.0,
     }
     out = dict(base)
     for k in KINDS:
@@ -142,6 +219,26 @@ def features(
         for name, v in base.items():
             out[f"{k}*{name}"] = v if on else 0.0
     return out
+
+
+def _value_re(answer: str) -> re.Pattern[str]:
+    return re.compile(r"(?<![\w.,$-])" + re.escape(answer.strip().lower()) + r"(?![\w]|[.,]\d)")
+
+
+def _value_on_page(page: str, answer: str) -> bool:
+    """The answer stands on the page as a whole value (not inside a longer word or number)."""
+    return bool(answer.strip()) and _value_re(answer).search(page.lower()) is not None
+
+
+def _only_on_controls(page: str, answer: str) -> bool:
+    """Every page line holding the answer as a whole value is a control's (button, textbox, ...)."""
+    pat = _value_re(answer)
+    roles = []
+    for line in page.split("\n"):
+        if pat.search(line.lower()):
+            m = _ROLE.match(line)
+            roles.append(m.group(1) if m else "")
+    return bool(roles) and all(r in _CONTROLS for r in roles)
 
 
 def _line_goal_words(page: str, answer: str, goal_words: Sequence[str]) -> float:
@@ -184,13 +281,19 @@ def reward_examples(
     kinds: dict[str, str],
     seed: int = 0,
     shapes: dict[str, Collection[str]] | None = None,
+    unseen: float = 0.0,
 ) -> list[tuple[dict[str, float], int, str]]:
     """(features, label, why) for the positives and negatives described in the module docstring.
 
     ``shapes``: template -> answer shapes of the *training* data (default: those of ``rows``; pass the
-    model's :attr:`RewardModel.shapes` when measuring held-out rows)."""
+    model's :attr:`RewardModel.shapes` when measuring held-out rows). ``unseen``: the share of
+    templates treated as never seen (no answer shapes), so that a model trained on these examples also
+    learns what tells answers apart on a template it has not seen (:data:`UNSEEN_SHARE`)."""
     rng = random.Random(seed)
     shapes = answer_shapes(rows) if shapes is None else shapes
+    if unseen > 0:
+        pick = random.Random(f"unseen-{seed}")
+        shapes = {t: v for t, v in sorted(shapes.items()) if pick.random() >= unseen}
     eps = [e for e in episodes(rows) if e and e[-1].get("reward", 0) >= 1.0]
     answers: dict[str, set[str]] = {}
     for e in eps:
@@ -377,7 +480,9 @@ def train_reward_model(
     train = [r for r in rows if r.get("split") == "train"] if all_templates else training_split(rows)
     kinds = task_kinds()
     shapes = answer_shapes(train)
-    model = RewardModel.fit(reward_examples(train, kinds, seed, shapes), kinds, shapes=shapes)
+    model = RewardModel.fit(
+        reward_examples(train, kinds, seed, shapes, unseen=UNSEEN_SHARE), kinds, shapes=shapes
+    )
     Path(out).mkdir(parents=True, exist_ok=True)
     model.save(Path(out) / "reward.json")
     summary: dict[str, Any] = {"train": evaluate_reward(model, reward_examples(train, kinds, seed, shapes))}
