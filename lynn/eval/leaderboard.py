@@ -3,9 +3,11 @@
 Any folder tree holding ``episodes.jsonl`` files written by :mod:`lynn.eval.runner` works; rows are
 grouped by (env, split, row name, variant) and report mean ± 95% CI of success and reward. The row name
 is the run's ``label`` (``lynn eval --label``), else the agent name (results written before labels
-existed); the variant is the agent and its kwargs from the run's ``config.json``. Two variants never
+existed); the variant is the agent, its kwargs and the env's kwargs from the run's ``config.json`` (an
+env kwarg such as EVMQuest's ``profile`` changes the tasks, so it changes the row too). Two variants never
 share a row: when they share a name (e.g. two unlabeled ``lm`` runs with different models), the rows
-are named by the kwargs that differ, e.g. ``lm [model=lm-evm2]`` and ``lm [model=final]``.
+are named by the kwargs that differ, e.g. ``lm [model=lm-evm2]`` and ``lm [model=final]``, or
+``oracle [env.profile=reference]``.
 """
 
 from __future__ import annotations
@@ -48,9 +50,10 @@ def _variant(run_folder: Path) -> str:
         return ""
     if not isinstance(cfg, dict):
         return ""
-    return json.dumps(
-        {"agent": cfg.get("agent"), "agent_kwargs": cfg.get("agent_kwargs") or {}}, sort_keys=True
-    )
+    variant = {"agent": cfg.get("agent"), "agent_kwargs": cfg.get("agent_kwargs") or {}}
+    if cfg.get("env_kwargs"):  # only when set: runs on the env's defaults keep their old variant key
+        variant["env_kwargs"] = cfg["env_kwargs"]
+    return json.dumps(variant, sort_keys=True)
 
 
 def _short(value: Any) -> str:
@@ -67,7 +70,14 @@ def _names(name: str, variants: list[str]) -> dict[str, str]:
         return {variants[0]: name}
     parsed = {v: (json.loads(v) if v else {}) for v in variants}
     flat = {
-        v: {"agent": p.get("agent"), **(p.get("agent_kwargs") or {})} if p else {} for v, p in parsed.items()
+        v: {
+            "agent": p.get("agent"),
+            **(p.get("agent_kwargs") or {}),
+            **{f"env.{k}": x for k, x in (p.get("env_kwargs") or {}).items()},
+        }
+        if p
+        else {}
+        for v, p in parsed.items()
     }
     keys = sorted({k for f in flat.values() for k in f})
     differing = [k for k in keys if len({json.dumps(f.get(k), sort_keys=True) for f in flat.values()}) > 1]

@@ -54,7 +54,14 @@ FIXED = "tests.eval.test_leaderboard_variants:_Fixed"
 CHEAT = "tests.eval.test_leaderboard_variants:_Cheat"
 
 
-def _eval(out: Path, agent: str, label: str | None = None, seed: int = 0, **agent_kwargs) -> dict:
+def _eval(
+    out: Path,
+    agent: str,
+    label: str | None = None,
+    seed: int = 0,
+    env_kwargs: dict | None = None,
+    **agent_kwargs,
+) -> dict:
     cfg = EvalConfig(
         GUESS,
         agent=agent,
@@ -62,6 +69,7 @@ def _eval(out: Path, agent: str, label: str | None = None, seed: int = 0, **agen
         seed=seed,
         out=str(out),
         label=label,
+        env_kwargs=env_kwargs or {},
         agent_kwargs=agent_kwargs,
         progress=False,
     )
@@ -116,6 +124,18 @@ def test_unlabeled_variants_under_one_root_are_split_by_the_kwarg_that_differs(
     names = sorted(r.agent for r in collect(tmp_path))
     assert len(names) == 2 and len(set(names)) == 2
     assert all(n.startswith(f"{FIXED} [model=final] #") for n in names)
+
+
+def test_runs_on_differently_configured_envs_never_merge(tmp_path: Path, guess_id: str) -> None:
+    # Same agent, same kwargs, same seeds; one env configured otherwise (EVMQuest's profile, say):
+    # the episodes share their (episode, seed, task) keys, so one merged row would keep only half.
+    _eval(tmp_path / "a", CHEAT)
+    _eval(tmp_path / "b", CHEAT, env_kwargs={"delay": 0.001})
+    rows = sorted(collect(tmp_path), key=lambda r: r.agent)
+    assert [r.agent for r in rows] == [f"{CHEAT} [env.delay=0.001]", f"{CHEAT} [env.delay=null]"]
+    assert [r.episodes for r in rows] == [6, 6]
+    # Alone in its root, a configured env's row keeps the plain name.
+    assert [r.agent for r in collect(tmp_path / "b")] == [CHEAT]
 
 
 def test_one_variant_over_two_seed_ranges_is_one_row(tmp_path: Path, guess_id: str) -> None:
