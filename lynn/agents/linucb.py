@@ -12,7 +12,9 @@ One readable file (CleanRL style). Per decision:
    vote's reward arrives in ``info["feedback"]``; then ``A^-1`` (Sherman-Morrison) and ``b`` update.
 
 Variants (flags of :class:`LinUCBArgs`): ``disjoint`` (one model per pool slot), ``screening=False``
-(all available candidates go to stage 2), ``freeze_after`` (stop learning after that many updates).
+(all available candidates go to stage 2), ``freeze_after`` (stop learning after that many updates),
+``change_detect`` (a per-worker CUSUM change detector, :class:`ChangeDetector`: a worker whose settled
+outcomes fall far below what its record predicted is left out of the candidates for a while).
 
 Example:
     >>> import gymnasium as gym, lynn
@@ -58,7 +60,17 @@ class LinUCBArgs:
         top_l: candidates kept by stage-1 screening.
         screening: run stage 1 (``False``: every available candidate goes to LinUCB).
         disjoint: one LinUCB model per pool slot instead of the shared ``theta``.
-        freeze_after: stop updating after this many updates (warm-up then frozen); ``None`` never.
+        freeze_after: stop updating (the model and the change detector) after this many updates
+            (warm-up then frozen); ``None`` never.
+        change_detect: run a per-worker CUSUM test (:class:`ChangeDetector`) on the settled outcomes
+            and leave a worker that trips it out of the candidates for ``suspend_for`` decisions.
+        cusum_rho: the change the test looks for: the worker's success rate falls to ``cusum_rho``
+            times what the router's own record of it on that subtask class predicted.
+        cusum_h: the CUSUM threshold (log-likelihood ratio); the in-control run length between false
+            alarms on one worker is at least ``exp(cusum_h)`` of its calls (Lorden's bound).
+        suspend_for: decisions a flagged worker stays out of the candidates (doubled at each further
+            alarm); then it is readmitted on probation and LinUCB decides on it again.
+        min_record: calls of a (worker, subtask class) record before the test uses its outcomes.
     """
 
     alpha: float = 0.05
@@ -69,6 +81,21 @@ class LinUCBArgs:
     screening: bool = True
     disjoint: bool = False
     freeze_after: int | None = None
+    change_detect: bool = True
+    cusum_rho: float = 0.1
+    cusum_h: float = 7.0
+    suspend_for: int = 50
+    min_record: int = 10
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.cusum_rho < 1.0:
+            raise ValueError(f"cusum_rho must lie in (0, 1), got {self.cusum_rho!r}")
+        if self.cusum_h <= 0.0:
+            raise ValueError(f"cusum_h must be > 0, got {self.cusum_h!r}")
+        if self.min_record < 0:
+            raise ValueError(f"min_record must be >= 0, got {self.min_record!r}")
+        if self.suspend_for < 0:
+            raise ValueError(f"suspend_for must be >= 0, got {self.suspend_for!r}")
 
 
 def parse_args(cls: type, kwargs: dict[str, Any]) -> Any:
@@ -171,6 +198,88 @@ class DelayedUpdates:
         return out
 
 
+class ChangeDetector:
+    """Per-worker one-sided Bernoulli CUSUM (Page 1954) on settled outcomes: "has this worker broken?".
+
+    Each settled decision on worker ``i`` is a success or a failure (settled reward >= 0.5: in every
+    Lynn scenario the reward is the vote's 0/1 success plus penalties and bonuses smaller than 0.5).
+    Its expected success ``p0`` is the router's own record of that worker on that subtask class
+    (``(successes + 1) / (calls + 2)`` over the outcomes it has seen), and the test only runs once that
+    record holds ``min_record`` calls: a long good record that suddenly fails is the signal, a
+    worker the router barely knows is LinUCB's business. The test is ``H0: p = p0`` against
+    ``H1: p = rho * p0``, the log-likelihood ratio summed as ``S_i = max(0, S_i + llr)``: a success
+    adds ``log(rho)``, a failure ``log((1 - rho p0) / (1 - p0))``. When ``S_i >= h`` the worker is
+    flagged: it leaves the candidates for ``suspend_for`` decisions (the restart of CUSUM-UCB / M-UCB,
+    Liu et al. 2018, Cao et al. 2019, for a shared-theta model: the change is the worker's, not
+    theta's), then comes back on probation, like a circuit breaker's half-open state: a success on its
+    first call back clears it, a failure flags it again at once; every alarm suspends the worker for
+    twice as long as the one before (exponential backoff, never reset within an episode: one lucky
+    probe of a degraded worker does not buy it a short suspension next time), so a dead worker
+    costs one probe per doubling period and a false alarm one suspension.
+    Its record and statistic are kept across an alarm (``S_i`` restarts at 0).
+
+    With the defaults ``rho = 0.1, h = 7`` (Lorden's bound: at least ``e^7`` ~ 1100 calls of a
+    worker between false alarms, more than one 1000-step episode) a worker whose record is >= 0.975
+    is flagged after two failures in a row, one at 0.95 after three, at 0.9 after four; a success pulls the statistic
+    down by 2.3. The defaults were chosen on the stationary, shock, drift, churn, load-burst and
+    latency scenarios (seeds 100-104; BENCHMARKS.md "Coordination over real agents"), where they
+    leave LinUCB's regret unchanged or lower; ``change_detect=False`` is the plain router.
+
+    Args:
+        n_slots: pool slots.
+        rho: post-change success ratio ``p1 / p0``.
+        h: alarm threshold.
+        suspend_for: decisions a flagged worker is left out.
+        min_record: calls of the (worker, class) record before its outcomes are tested.
+    """
+
+    def __init__(self, n_slots: int, rho: float, h: float, suspend_for: int, min_record: int) -> None:
+        self.rho, self.h, self.suspend_for, self.min_record = rho, h, suspend_for, min_record
+        self.log_rho = math.log(rho)
+        self.stat = np.zeros(n_slots)
+        self.record: dict[tuple[int, bytes], list[int]] = {}  # (slot, class) -> [successes, calls]
+        self.until = np.zeros(n_slots, dtype=np.int64)  # decision count until which a slot is out
+        self.strikes = np.zeros(n_slots, dtype=np.int64)  # alarms so far (the backoff's exponent)
+        self.probation = np.zeros(n_slots, dtype=bool)  # readmitted, its next outcome decides
+        self.t = 0
+        self.alarms: list[tuple[int, int]] = []  # (decision count, slot), for logs and tests
+
+    def suspended(self) -> np.ndarray:
+        """Boolean mask of the slots left out now."""
+        return self.until > self.t
+
+    def tick(self) -> None:
+        """One decision made."""
+        self.t += 1
+
+    def update(self, slot: int, cls: bytes, success: bool) -> bool:
+        """Add one settled outcome of ``slot`` on subtask class ``cls``; return whether it alarmed."""
+        rec = self.record.setdefault((slot, cls), [0, 0])
+        if self.probation[slot] and not self.suspended()[slot]:
+            # Half-open: the first outcome after readmission closes the breaker or reopens it, longer.
+            self.probation[slot] = False
+            rec[0] += int(success)
+            rec[1] += 1
+            return False if success else self._alarm(slot)
+        if rec[1] >= self.min_record:
+            p0 = (rec[0] + 1.0) / (rec[1] + 2.0)
+            llr = self.log_rho if success else math.log((1.0 - self.rho * p0) / (1.0 - p0))
+            self.stat[slot] = max(0.0, self.stat[slot] + llr)
+        rec[0] += int(success)
+        rec[1] += 1
+        if self.stat[slot] < self.h:
+            return False
+        return self._alarm(slot)
+
+    def _alarm(self, slot: int) -> bool:
+        self.stat[slot] = 0.0
+        self.until[slot] = self.t + self.suspend_for * 2 ** int(min(self.strikes[slot], 16))
+        self.strikes[slot] += 1
+        self.probation[slot] = True
+        self.alarms.append((self.t, slot))
+        return True
+
+
 class LinUCBAgent(Agent):
     """Two-stage Symphony-Coord router (see the module docstring); kwargs are :class:`LinUCBArgs`."""
 
@@ -190,6 +299,12 @@ class LinUCBAgent(Agent):
         self.delayed = DelayedUpdates()
         self.updates = 0
         self._log_delta = 2.0 * math.log(1.0 / a.delta)
+        self._classes = DelayedUpdates()
+        self.detector = (
+            ChangeDetector(self.n_slots, a.cusum_rho, a.cusum_h, a.suspend_for, a.min_record)
+            if a.change_detect
+            else None
+        )
 
     def beta(self, t: np.ndarray | int) -> np.ndarray | float:
         """The OFUL radius after ``t`` updates (``t`` an int, or an array of per-model counts)."""
@@ -206,6 +321,10 @@ class LinUCBAgent(Agent):
     def act(self, obs: dict[str, np.ndarray], info: dict[str, Any]) -> int:
         x_all = np.asarray(obs["candidates"], dtype=np.float64)
         idx = candidates(obs)
+        if self.detector is not None:
+            self.detector.tick()
+            keep = idx[~self.detector.suspended()[idx]]
+            idx = keep if keep.size else idx  # every candidate flagged: LinUCB chooses among them all
         if self.args.screening and idx.size > self.args.top_l:
             scores = screening_scores(x_all[idx])
             idx = idx[np.argsort(-scores, kind="stable")[: self.args.top_l]]
@@ -218,6 +337,8 @@ class LinUCBAgent(Agent):
             ucb = xs @ self.model.theta[0] + self.beta(int(self.model.n[0])) * width
         best = int(np.argmax(ucb))
         self.delayed.chose(int(idx[best]), xs[best])
+        if self.detector is not None:  # the subtask class travels to the outcome on its own queue
+            self._classes.chose(int(idx[best]), np.asarray(obs.get("subtask", ())).tobytes())
         return int(idx[best])
 
     def observe(
@@ -229,6 +350,11 @@ class LinUCBAgent(Agent):
         truncated: bool,
         info: dict[str, Any],
     ) -> None:
+        frozen = self.args.freeze_after is not None and self.updates >= self.args.freeze_after
+        if self.detector is not None:  # frozen: the detector stops learning too
+            for slot, cls, r in self._classes.settle(reward, info):
+                if not frozen:
+                    self.detector.update(slot, cls, r >= 0.5)
         for slot, x, r in self.delayed.settle(reward, info):
             if self.args.freeze_after is not None and self.updates >= self.args.freeze_after:
                 continue

@@ -99,6 +99,7 @@ class FixedWorker(Agent):
 ROUTERS: dict[str, Callable[[gym.Env], Agent]] = {
     "linucb (ours)": lambda env: LinUCBAgent(env),
     "linucb no-screening (ours)": lambda env: LinUCBAgent(env, screening=False),
+    "linucb no change-detection (ours)": lambda env: LinUCBAgent(env, change_detect=False),
     "thompson (ours)": lambda env: ThompsonAgent(env),
     "mabwiser LinUCB α=1": lambda env: MABWiserLinUCB(env, alpha=1.0),
     "vw cb_explore_adf squarecb": lambda env: VWCbExploreAdf(env, "--cb_explore_adf --squarecb -q sa"),
@@ -445,23 +446,24 @@ def standby_stream(make: Callable[[gym.Env], Agent], seed: int, steps: int) -> d
     agent = make(env)
     obs, info = env.reset(seed=seed)
     agent.reset(seed=seed)
-    realised, expected = np.zeros(steps), np.zeros(steps)
+    realised, expected, regret = np.zeros(steps), np.zeros(steps), np.zeros(steps)
     for t in range(steps):
         action = agent.act(obs, info)
         obs, reward, terminated, truncated, info = env.step(action)
         agent.observe(action, reward, obs, terminated, truncated, info)
-        realised[t], expected[t] = reward, info["expected_success"]
+        realised[t], expected[t], regret[t] = reward, info["expected_success"], info["regret"]
     close = getattr(agent, "close", None)
     if close is not None:
         close()
     shock = env.scenario.shock_at
     env.close()
-    return {"realised": realised, "expected": expected, "shock": shock}
+    return {"realised": realised, "expected": expected, "regret": regret, "shock": shock}
 
 
 STANDBY_ROUTERS = (
     "linucb (ours)",
     "linucb no-screening (ours)",
+    "linucb no change-detection (ours)",
     "thompson (ours)",
     "mabwiser LinUCB α=1",
     "vw cb_explore_adf squarecb",
@@ -477,9 +479,9 @@ def run_standby(args: argparse.Namespace) -> int:
         f"**standby-shock recovery** ({args.seeds} seeds x {args.steps} steps; env seeds 0–{args.seeds - 1}, "
         "the same streams for both measures)",
         "",
-        "| router | success pre → post (realised) | recovery on realised success, median (recovered/seeds) | "
+        "| router | cum. regret (± sd) | success pre → post (realised) | recovery on realised success, median (recovered/seeds) | "
         "expected success pre → post | recovery on expected success, median (recovered/seeds) | per seed (expected) |",
-        "|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|",
     ]
     summary = {}
     for name, make in routers.items():
@@ -488,10 +490,12 @@ def run_standby(args: argparse.Namespace) -> int:
         rec = {m: [recovery_time(r[m], shock) for r in runs] for m in ("realised", "expected")}
         pre = {m: float(np.mean([r[m][:shock].mean() for r in runs])) for m in rec}
         post = {m: float(np.mean([r[m][shock:].mean() for r in runs])) for m in rec}
-        summary[name] = {"recovery": rec, "pre": pre, "post": post}
+        regrets = [float(r["regret"].sum()) for r in runs]
+        reg = f"{np.mean(regrets):.1f} ± {np.std(regrets, ddof=1) if len(regrets) > 1 else 0.0:.1f}"
+        summary[name] = {"recovery": rec, "pre": pre, "post": post, "regret": regrets}
         per_seed = ", ".join("—" if v is None else str(v) for v in rec["expected"])
         lines.append(
-            f"| {name} | {pre['realised']:.3f} → {post['realised']:.3f} | {_fmt_times(rec['realised'])} | "
+            f"| {name} | {reg} | {pre['realised']:.3f} → {post['realised']:.3f} | {_fmt_times(rec['realised'])} | "
             f"{pre['expected']:.3f} → {post['expected']:.3f} | {_fmt_times(rec['expected'])} | {per_seed} |"
         )
         print(
