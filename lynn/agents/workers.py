@@ -331,6 +331,7 @@ def evmquest_pool(
     llm_model: str | None = None,
     extra: list[dict[str, Any]] | None = None,
     threads: int = 1,
+    max_new_tokens: int | None = None,
 ) -> list[ProcessWorker]:
     """The real pool's Lynn workers, one process each.
 
@@ -346,6 +347,8 @@ def evmquest_pool(
         llm_url, llm_model: an OpenAI-compatible endpoint and model name (adds worker ``openai``).
         extra: more :class:`WorkerSpec` field dicts (e.g. a second oracle with another failure rate).
         threads: torch threads per worker process.
+        max_new_tokens: reply budget of every LM worker per attempt (``None``: ``LMPolicy``'s 640 for
+            EVMQuest); part of the cache key, since it changes what runs.
 
     Raises:
         ValueError: for an unknown worker, a missing model folder (saying which command makes it), or
@@ -380,6 +383,11 @@ def evmquest_pool(
         "lm-mars": {"model": target, "speculative": "mars", "drafter": "draft", "draft": draft},
         "lm-sampler": {"model": target, "temperature": sampler_temperature},
     }
+    if max_new_tokens is not None:
+        if not isinstance(max_new_tokens, int) or max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be a positive integer, got {max_new_tokens!r}")
+        for settings in lm_settings.values():
+            settings["max_new_tokens"] = max_new_tokens
     out = []
     for name in wanted:
         if name == "oracle":
@@ -389,7 +397,14 @@ def evmquest_pool(
             if not llm_url or not llm_model:
                 raise ValueError("worker openai needs llm_url='http://HOST:PORT/v1' and llm_model=NAME")
             spec = WorkerSpec(
-                "openai", "openai", *PRICES["openai"], lm={"llm_url": llm_url, "model": llm_model}
+                "openai",
+                "openai",
+                *PRICES["openai"],
+                lm={
+                    "llm_url": llm_url,
+                    "model": llm_model,
+                    **({"max_new_tokens": max_new_tokens} if max_new_tokens is not None else {}),
+                },
             )
         else:
             spec = WorkerSpec(name, "lm", *PRICES[name], lm=lm_settings[name])

@@ -47,6 +47,9 @@ from lynn.envs.coordination.metrics import recovery_time
 from lynn.envs.coordination.workers_protocol import WorkerDied
 from lynn.errors import UsageError
 
+#: The default (suite-LM) pool's reply budget per attempt (see :func:`suite_pool`).
+SUITE_MAX_NEW_TOKENS = 128
+
 
 def suite_pool(
     target: str | None = None,
@@ -61,7 +64,10 @@ def suite_pool(
     (``models/suite-lm``), trained here by the suite's own helper
     (:func:`lynn.eval.suite_model.ensure_suite_model`, collection then a ``lm_minutes`` budget) if
     it is not there yet, and reused from then on. (This lives here rather than in
-    :mod:`lynn.agents.workers` because agents may not import ``eval/``.) Everything else goes to
+    :mod:`lynn.agents.workers` because agents may not import ``eval/``.) With the suite LM (no
+    ``target``, no ``$LYNN_LM_TARGET``) the LM workers' reply budget is :data:`SUITE_MAX_NEW_TOKENS`
+    (128 tokens per attempt, 3 attempts) unless ``max_new_tokens`` is given, so that the first run's
+    calibration is affordable on CPU. Everything else goes to
     :func:`lynn.agents.workers.evmquest_pool`; without a draft (``draft=`` or ``$LYNN_LM_DRAFT``)
     the pool is ``lm-target``, ``lm-sampler`` and ``oracle-f30``.
     """
@@ -69,6 +75,11 @@ def suite_pool(
 
     target = target or os.environ.get("LYNN_LM_TARGET")
     if target is None:
+        # The suite LM (15 loaded minutes of training) is weak: at LMPolicy's 640-token budget every
+        # execution it fails runs 3 x 640 tokens (30-140 s on CPU). No LM success measured in this
+        # pool needed more than 48 tokens in all (lm-evm2: 41 successes, 15-48 tokens), so its pool
+        # caps a reply at SUITE_MAX_NEW_TOKENS, 5x fewer tokens per failure and no measured success lost.
+        kwargs.setdefault("max_new_tokens", SUITE_MAX_NEW_TOKENS)
         from lynn.eval.suite_model import DEFAULT_DIR, ensure_suite_model
 
         if not (DEFAULT_DIR / "config.json").exists():

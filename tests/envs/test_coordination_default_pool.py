@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from lynn.agents.workers import NEEDS_DRAFT, SUITE_LM, evmquest_pool
+from lynn.bench.coordination_real import SUITE_MAX_NEW_TOKENS
 from lynn.envs.coordination import CoordinationEnv
 
 
@@ -45,8 +46,11 @@ def test_the_default_real_pool_uses_the_cached_suite_lm(clone: Path, tiny_lm: Pa
     try:
         workers = env.scenario.all_workers()
         assert [w.name for w in workers] == ["lm-target", "lm-sampler", "oracle-f30"]
-        assert workers[0].spec.lm == {"model": SUITE_LM}
+        # The suite LM's pool caps a reply at 128 tokens (its first run's calibration stays affordable).
+        assert workers[0].spec.lm == {"model": SUITE_LM, "max_new_tokens": SUITE_MAX_NEW_TOKENS}
+        assert SUITE_MAX_NEW_TOKENS == 128
         assert workers[1].spec.lm["model"] == SUITE_LM and not workers[1].deterministic
+        assert workers[1].spec.lm["max_new_tokens"] == 128
         assert env.action_space.n == 3 and not any(w.started for w in workers)
     finally:
         env.close()
@@ -71,3 +75,14 @@ def test_the_environment_variables_choose_the_models(
     draft = next(w for w in workers if w.name == "lm-draft")
     assert draft.spec.lm == {"model": str(tiny_lm)}
     assert next(w for w in workers if w.name == "lm-mars").spec.lm["draft"] == str(tiny_lm)
+
+
+def test_the_reply_budget_is_an_option_of_the_pool_and_part_of_the_cache_key(
+    clone: Path, tiny_lm: Path
+) -> None:
+    plain = evmquest_pool(target=str(tiny_lm), include=["lm-target"])[0]
+    capped = evmquest_pool(target=str(tiny_lm), include=["lm-target"], max_new_tokens=64)[0]
+    assert "max_new_tokens" not in plain.spec.lm and capped.spec.lm["max_new_tokens"] == 64
+    assert plain.spec.key() != capped.spec.key()  # a cached run at another budget is not reused
+    with pytest.raises(ValueError, match="max_new_tokens must be a positive integer"):
+        evmquest_pool(target=str(tiny_lm), max_new_tokens=0)
