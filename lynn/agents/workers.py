@@ -1,7 +1,8 @@
 """Lynn agents as workers of the real coordination pool (``scenario="real-pool"``).
 
 Each :class:`ProcessWorker` runs one agent in its own process (``multiprocessing`` spawn), with its
-own ``Lynn/EVMQuest-v0`` env (embedded chain, script sandbox), so that killing the process is a real
+own ``Lynn/EVMQuest-v0`` env (embedded chain, script sandbox) and, on its first LiveWeb instance, its
+own ``Lynn/LiveWeb-v0`` env (its own Chromium and site servers), so that killing the process is a real
 fault: the pool's heartbeat sees it and routes around it. One call runs one task instance to its end
 and answers an :class:`~lynn.envs.coordination.workers_protocol.Outcome` (the task validator's
 verdict, the wall time of act + step, the generated tokens, the cost).
@@ -11,9 +12,15 @@ Kinds:
 * ``lm``: :class:`lynn.agents.llm.LMPolicy` over a local model (the in-repo target, its draft
   alone, the target with MARS speculative verification, a high-temperature sampler).
 * ``openai``: ``LMPolicy`` over any OpenAI-compatible endpoint (``llm_url``, ``model``).
-* ``oracle``: :class:`lynn.agents.evmquest_oracle.EVMQuestOracle` behind an injected failure rate:
-  with probability ``failure_rate`` (drawn from the execution seed and the instance) it submits a
-  script that raises, which the env runs and the validator fails, on every attempt.
+* ``oracle``: :class:`lynn.agents.evmquest_oracle.EVMQuestOracle` (on LiveWeb instances the
+  LiveWeb expert, :class:`lynn.agents.web_expert.WebExpert`) behind an injected failure rate: with
+  probability ``failure_rate`` (drawn from the execution seed and the instance) it submits a script
+  that raises (EVMQuest, on every attempt) or answers ``send_msg_to_user("injected worker failure")``
+  at once (LiveWeb); the env runs it and the task's validator fails it.
+
+On LiveWeb instances an ``lm`` worker runs ``LMPolicy`` with its ``lm`` settings updated by
+``web_lm`` (e.g. the LiveWeb model instead of the EVMQuest one); its cache key for LiveWeb instances
+covers those settings (:meth:`WorkerSpec.key_for`), its EVMQuest key stays what it was.
 
 Prices (cost units per generated token / per call) are the worker's documented card:
 :data:`PRICES`. The pool factory is :func:`evmquest_pool`.
@@ -36,6 +43,9 @@ from typing import Any
 from lynn.envs.coordination.workers_protocol import Outcome, TaskRef, WorkerDied
 
 EVMQUEST = "Lynn/EVMQuest-v0"
+LIVEWEB = "Lynn/LiveWeb-v0"
+#: What the failure-injected LiveWeb expert answers: a wrong final message, which no task accepts.
+BROKEN_WEB_ACTION = 'send_msg_to_user("injected worker failure")'
 
 #: Cost per generated token and per call, by worker kind; an in-repo model's price is its size class
 #: (the target is ~8.7x the draft's parameters), the oracle stands for an expensive hosted model.
@@ -65,6 +75,7 @@ class WorkerSpec:
         lm: keyword arguments of ``LMPolicy`` (``model``, ``temperature``, ``speculative``, ...).
         failure_rate: the oracle's injected failure probability.
         threads: torch threads in the process.
+        web_lm: ``LMPolicy`` settings that replace ``lm``'s on LiveWeb instances (``{}``: the same).
     """
 
     name: str
@@ -74,6 +85,7 @@ class WorkerSpec:
     lm: dict[str, Any] = field(default_factory=dict)
     failure_rate: float = 0.0
     threads: int = 1
+    web_lm: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.kind not in ("lm", "openai", "oracle"):
@@ -81,9 +93,10 @@ class WorkerSpec:
         if not 0.0 <= self.failure_rate <= 1.0:
             raise ValueError(f"worker {self.name}: failure_rate must lie in [0, 1]")
         if self.kind == "lm":
-            for key in ("model", "draft"):
-                path = self.lm.get(key)
-                if path is not None and not Path(path).exists():
+            for key, path in [*self.lm.items(), *self.web_lm.items()]:
+                if key not in ("model", "draft") or path is None:
+                    continue
+                if not Path(path).exists():
                     raise ValueError(
                         f"worker {self.name}: {key} {path!r} does not exist (train one with `lynn train lm`)"
                     )
@@ -93,6 +106,26 @@ class WorkerSpec:
         body = {"kind": self.kind, "lm": self.lm, "failure_rate": self.failure_rate}
         for k in ("model", "draft"):
             path = self.lm.get(k)
+            if path is not None and Path(path).exists():
+                body[f"{k}_abs"] = str(Path(path).resolve())
+        digest = hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[:12]
+        return f"{self.kind}:{digest}"
+
+    def web_settings(self) -> dict[str, Any]:
+        """The ``LMPolicy`` settings on LiveWeb: ``lm`` updated by ``web_lm``, without EVMQuest's budget."""
+        out = {k: v for k, v in self.lm.items() if k != "max_new_tokens"}
+        out.update(self.web_lm)
+        return out
+
+    def key_for(self, env_id: str) -> str:
+        """The cache key for an instance of ``env_id``: :meth:`key` on EVMQuest; on LiveWeb, one that
+        covers the LiveWeb settings (the same worker runs other settings there)."""
+        if env_id == EVMQUEST or self.kind == "oracle":
+            return self.key() if env_id == EVMQUEST else f"{self.key()}@{env_id}"
+        settings = self.web_settings()
+        body = {"kind": self.kind, "lm": settings, "env": env_id}
+        for k in ("model", "draft"):
+            path = settings.get(k)
             if path is not None and Path(path).exists():
                 body[f"{k}_abs"] = str(Path(path).resolve())
         digest = hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[:12]
@@ -111,49 +144,61 @@ class _Executor:
 
     def __init__(self, spec: WorkerSpec) -> None:
         self.spec = spec
-        self.env: Any = None
-        self.agent: Any = None
+        self.envs: dict[str, Any] = {}
+        self.agents: dict[str, Any] = {}
 
-    def _build(self) -> None:
+    def _build(self, env_id: str) -> None:
         import gymnasium as gym
 
         import lynn  # noqa: F401  (registers the ids)
 
         os.environ.setdefault("LYNN_TORCH_THREADS", str(self.spec.threads))
-        self.env = gym.make(EVMQUEST, split="atomic", action_mode="script")
-        if self.spec.kind == "oracle":
+        if env_id == EVMQUEST:
+            env = gym.make(EVMQUEST, split="atomic", action_mode="script")
+        elif env_id == LIVEWEB:
+            env = gym.make(LIVEWEB, split="test")  # its own site servers and Chromium, in this process
+        else:
+            raise ValueError(f"worker {self.spec.name}: no support for {env_id!r} (EVMQuest, LiveWeb)")
+        if self.spec.kind == "oracle" and env_id == EVMQUEST:
             from lynn.agents.evmquest_oracle import EVMQuestOracle
 
-            self.agent = EVMQuestOracle(self.env)
+            agent: Any = EVMQuestOracle(env)
+        elif self.spec.kind == "oracle":
+            from lynn.agents.web_expert import WebExpert
+
+            agent = WebExpert(env)
         else:
             from lynn.agents.llm import LMPolicy
 
-            kwargs = dict(self.spec.lm)
+            kwargs = dict(self.spec.lm) if env_id == EVMQUEST else self.spec.web_settings()
             if self.spec.kind == "lm":
                 kwargs.setdefault("threads", self.spec.threads)
-            self.agent = LMPolicy(self.env, **kwargs)
+            agent = LMPolicy(env, **kwargs)
+        self.envs[env_id], self.agents[env_id] = env, agent
 
     def run(self, task: TaskRef, seed: int) -> Outcome:
         import numpy as np
 
-        if self.env is None:
-            self._build()
-        obs, info = self.env.reset(seed=task.seed, options={"task_id": task.task_id})
-        self.agent.reset(seed=seed)
+        if task.env_id not in self.envs:
+            self._build(task.env_id)
+        env, agent = self.envs[task.env_id], self.agents[task.env_id]
+        obs, info = env.reset(seed=task.seed, options={"task_id": task.task_id})
+        agent.reset(seed=seed)
         fail = False
         if self.spec.kind == "oracle" and self.spec.failure_rate > 0:
             h = int(hashlib.sha256(task.key().encode()).hexdigest()[:8], 16)
             fail = bool(np.random.default_rng([seed, h]).random() < self.spec.failure_rate)
-        tokens0 = getattr(self.agent, "completion_tokens", 0)
+        broken = BROKEN_SCRIPT if task.env_id == EVMQUEST else BROKEN_WEB_ACTION
+        tokens0 = getattr(agent, "completion_tokens", 0)
         start = time.perf_counter()
         done, reward, step_info = False, 0.0, {}
         while not done:
-            action = BROKEN_SCRIPT if fail else self.agent.act(obs, info)
-            obs, reward, terminated, truncated, step_info = self.env.step(action)
+            action = broken if fail else agent.act(obs, info)
+            obs, reward, terminated, truncated, step_info = env.step(action)
             done = terminated or truncated
             info = step_info
         latency = time.perf_counter() - start
-        tokens = int(getattr(self.agent, "completion_tokens", 0) - tokens0)
+        tokens = int(getattr(agent, "completion_tokens", 0) - tokens0)
         cost = tokens * self.spec.price_per_token + self.spec.price_per_call
         return Outcome(
             success=bool(step_info.get("success", False)),
@@ -164,10 +209,11 @@ class _Executor:
         )
 
     def close(self) -> None:
-        if self.agent is not None and hasattr(self.agent, "close"):
-            self.agent.close()
-        if self.env is not None:
-            self.env.close()
+        for agent in self.agents.values():
+            if hasattr(agent, "close"):
+                agent.close()
+        for env in self.envs.values():
+            env.close()
 
 
 def _serve(spec: WorkerSpec) -> None:
@@ -212,6 +258,10 @@ class ProcessWorker:
         self.proc: subprocess.Popen[str] | None = None
         self.killed = False
         self.calls = 0
+
+    def key_for(self, task: TaskRef) -> str:
+        """The cache key of this worker on ``task`` (see :meth:`WorkerSpec.key_for`)."""
+        return self.key if task.env_id == EVMQUEST else self.spec.key_for(task.env_id)
 
     @property
     def started(self) -> bool:
@@ -332,6 +382,8 @@ def evmquest_pool(
     extra: list[dict[str, Any]] | None = None,
     threads: int = 1,
     max_new_tokens: int | None = None,
+    web_target: str | None = None,
+    web_draft: str | None = None,
 ) -> list[ProcessWorker]:
     """The real pool's Lynn workers, one process each.
 
@@ -348,7 +400,9 @@ def evmquest_pool(
         extra: more :class:`WorkerSpec` field dicts (e.g. a second oracle with another failure rate).
         threads: torch threads per worker process.
         max_new_tokens: reply budget of every LM worker per attempt (``None``: ``LMPolicy``'s 640 for
-            EVMQuest); part of the cache key, since it changes what runs.
+            EVMQuest); part of the cache key, since it changes what runs. LiveWeb keeps its own 96.
+        web_target, web_draft: the models the LM workers use on LiveWeb instances (default: the same
+            as on EVMQuest, e.g. the suite LM, which is trained on both envs).
 
     Raises:
         ValueError: for an unknown worker, a missing model folder (saying which command makes it), or
@@ -388,6 +442,13 @@ def evmquest_pool(
             raise ValueError(f"max_new_tokens must be a positive integer, got {max_new_tokens!r}")
         for settings in lm_settings.values():
             settings["max_new_tokens"] = max_new_tokens
+    web_lm: dict[str, dict[str, Any]] = {name: {} for name in lm_settings}
+    if web_target is not None:
+        for name in ("lm-target", "lm-mars", "lm-sampler"):
+            web_lm[name]["model"] = web_target
+    if web_draft is not None:
+        web_lm["lm-draft"]["model"] = web_draft
+        web_lm["lm-mars"]["draft"] = web_draft
     out = []
     for name in wanted:
         if name == "oracle":
@@ -407,7 +468,7 @@ def evmquest_pool(
                 },
             )
         else:
-            spec = WorkerSpec(name, "lm", *PRICES[name], lm=lm_settings[name])
+            spec = WorkerSpec(name, "lm", *PRICES[name], lm=lm_settings[name], web_lm=web_lm[name])
         spec.threads = threads
         out.append(ProcessWorker(spec))
     for fields_ in extra or []:

@@ -127,11 +127,14 @@ def scenario_kwargs(args: argparse.Namespace) -> dict[str, Any]:
             "oracle_failure": args.oracle_failure,
             "include": tuple(args.workers.split(",")) if args.workers else None,
             **({"llm_url": args.llm_url, "llm_model": args.llm_model} if args.llm_url else {}),
+            **({"web_target": args.web_target} if args.web_target else {}),
+            **({"web_draft": args.web_draft} if args.web_draft else {}),
         },
         "cache": args.cache,
         "categories": tuple(args.categories.split(",")) if args.categories else None,
         "tasks_per_category": args.tasks_per_category,
         "stream_seeds": tuple(range(args.stream_seeds)),
+        "liveweb": args.liveweb,
     }
     if args.shock:
         kw["shocks"] = (json.loads(args.shock),)
@@ -344,6 +347,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache", default="results/coordination/real_pool_cache.jsonl")
     parser.add_argument("--categories", help="comma-separated EVMQuest categories (default all)")
     parser.add_argument("--tasks-per-category", type=int, default=1)
+    parser.add_argument(
+        "--liveweb", type=int, default=0, help="LiveWeb test families mixed into the stream (0: none)"
+    )
+    parser.add_argument("--web-target", help="the LM workers' model on LiveWeb (default: --target's)")
+    parser.add_argument("--web-draft", help="the draft-based workers' draft on LiveWeb")
     parser.add_argument("--stream-seeds", type=int, default=3, help="instances per task in the stream")
     parser.add_argument("--seeds", type=int, default=5, help="seeded replayed streams per router")
     parser.add_argument("--steps", type=int, default=1000)
@@ -379,7 +387,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    for p in (args.target, args.draft):
+    for p in (args.target, args.draft, args.web_target, args.web_draft):
         if p is not None and not Path(p).exists():
             raise UsageError(
                 f"model folder {p!r} not found; pass --target/--draft (train with `lynn train lm`)"

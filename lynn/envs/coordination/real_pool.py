@@ -1,14 +1,18 @@
 """The ``real-pool`` scenario of ``Lynn/Coordination-v0``: route real EVMQuest task instances to real workers.
 
 Each subtask is a real atomic EVMQuest task instance (``task_id`` and reset seed), its type the
-task's category; each worker is a real agent behind the :mod:`~lynn.envs.coordination.workers_protocol`
+task's category, or (``liveweb=N``) a real ``Lynn/LiveWeb-v0`` test instance, its type the task's
+site/template family (``web:shop.product_price``), mixed with the EVMQuest categories in one stream;
+each worker is a real agent behind the :mod:`~lynn.envs.coordination.workers_protocol`
 (Lynn's own are built by :func:`lynn.agents.workers.evmquest_pool`, each in its own process). An
 execution's success is the task validator's verdict, its latency the measured wall time, its cost the
 generated tokens times the worker's price.
 
 * **Cards** (the ``similarity`` feature): every worker runs ``calibration_seeds`` instances of every
   stream task once at the first reset (a short calibration run, cached); its advertised match for a
-  category is its smoothed calibration success there, ``(successes + 0.5) / (runs + 1)``.
+  category is its smoothed calibration success there, ``(successes + 0.5) / (runs + 1)``. A LiveWeb
+  task is one fixed instance (its reset seed draws nothing), so a family's stream instance is its
+  first test task and its calibration instance its second (families with one test task are skipped).
 * **Stream**: each step a category is drawn uniformly, then one of its instances (``stream_seeds`` x
   ``tasks_per_category`` tasks). Held-out seeds (< 100000) by default.
 * **Votes**: ``votes=k`` runs k executions with execution seeds ``0..k-1`` and takes the majority of
@@ -55,6 +59,7 @@ from lynn.envs.coordination.workers_protocol import (
 )
 
 EVMQUEST = "Lynn/EVMQuest-v0"
+LIVEWEB = "Lynn/LiveWeb-v0"
 SHOCK_KINDS = ("kill", "degrade", "join")
 
 
@@ -79,6 +84,38 @@ def evmquest_tasks(categories: tuple[str, ...] | None, per_category: int) -> dic
     return {c: sorted(by_cat[c])[:per_category] for c in cats}
 
 
+def liveweb_families(n: int, families: tuple[str, ...] | None = None) -> dict[str, tuple[str, str]]:
+    """``n`` LiveWeb test families (``site.template``) as ``{family: (stream task, calibration task)}``.
+
+    Families with at least two test tasks, taken in turn from each site (shop, forum, admin, ...) in
+    task-list order so that a small ``n`` still mixes sites; or exactly ``families`` when given.
+    """
+    from lynn.envs.liveweb.liveweb_env import LiveWebEnv
+
+    by_fam: dict[str, list[str]] = {}
+    for t in LiveWebEnv.list_tasks("test"):
+        by_fam.setdefault(t["task_id"].rsplit(".", 1)[0], []).append(t["task_id"])
+    usable = {f: ids for f, ids in by_fam.items() if len(ids) >= 2}
+    if families is not None:
+        unknown = [f for f in families if f not in usable]
+        if unknown:
+            raise ValueError(
+                f"unknown LiveWeb families {unknown} (or with one test task); choose from {sorted(usable)}"
+            )
+        chosen = list(families)
+    else:
+        by_site: dict[str, list[str]] = {}
+        for f in usable:
+            by_site.setdefault(f.split(".", 1)[0], []).append(f)
+        queues = list(by_site.values())
+        chosen = []
+        while len(chosen) < min(n, len(usable)):
+            for q in queues:
+                if q and len(chosen) < n:
+                    chosen.append(q.pop(0))
+    return {f: (usable[f][0], usable[f][1]) for f in chosen}
+
+
 @dataclass
 class RealPool(Scenario):
     """Real EVMQuest atomic task instances routed to real workers (see the module docstring).
@@ -94,10 +131,14 @@ class RealPool(Scenario):
         cache: the result cache file (``None``: in memory only).
         exact_regret: run every available worker on each routed instance (cached) for exact regret.
         shocks: shock dicts (see the module docstring).
+        liveweb: LiveWeb test families (subtask types ``web:<family>``) added to the stream.
+        liveweb_families: exactly these families instead (``site.template`` names).
     """
 
     name: ClassVar[str] = "real-pool"
-    description: ClassVar[str] = "real EVMQuest atomic tasks by category routed to real Lynn agents"
+    description: ClassVar[str] = (
+        "real EVMQuest atomic tasks (and LiveWeb test instances) routed to real Lynn agents"
+    )
     real: ClassVar[bool] = True
 
     workers: Any = "lynn.bench.coordination_real:suite_pool"
@@ -109,6 +150,8 @@ class RealPool(Scenario):
     cache: str | None = "results/coordination/real_pool_cache.jsonl"
     exact_regret: bool = True
     shocks: tuple[dict[str, Any], ...] = ()
+    liveweb: int = 0
+    liveweb_families: tuple[str, ...] | None = None
     p_hard: float = 0.0
     dynamics: PoolDynamics = field(
         default_factory=lambda: PoolDynamics(load_per_call=0.10, reputation_decay=0.95)
@@ -117,7 +160,13 @@ class RealPool(Scenario):
     def __post_init__(self) -> None:
         self.categories = tuple(self.categories) if self.categories is not None else None
         self._tasks = evmquest_tasks(self.categories, self.tasks_per_category)
-        self.type_names = tuple(self._tasks)
+        if not isinstance(self.liveweb, int) or self.liveweb < 0:
+            raise ValueError(f"liveweb must be a number of LiveWeb families >= 0, got {self.liveweb!r}")
+        fams = tuple(self.liveweb_families) if self.liveweb_families is not None else None
+        self._web = liveweb_families(self.liveweb, fams) if (self.liveweb or fams) else {}
+        self.type_names = (*self._tasks, *(f"web:{f}" for f in self._web))
+        if not self.type_names:
+            raise ValueError("the stream is empty: give EVMQuest categories or liveweb=N families")
         if set(self.stream_seeds) & set(self.calibration_seeds):
             raise ValueError(
                 "stream_seeds and calibration_seeds must not overlap (cards come from other instances)"
@@ -175,9 +224,17 @@ class RealPool(Scenario):
         return self._cache
 
     def instances(self, seeds: tuple[int, ...]) -> dict[str, list[TaskRef]]:
-        return {
+        """Per subtask type, its instances: EVMQuest tasks x ``seeds``; a LiveWeb family's calibration
+        task when ``seeds`` are the calibration seeds, else its stream task (reset seed 0)."""
+        out = {
             c: [TaskRef(EVMQUEST, t, s, c) for t in tasks for s in seeds] for c, tasks in self._tasks.items()
         }
+        calibration = tuple(seeds) == tuple(self.calibration_seeds)
+        for fam, (stream_task, calib_task) in self._web.items():
+            out[f"web:{fam}"] = [
+                TaskRef(LIVEWEB, calib_task if calibration else stream_task, 0, f"web:{fam}")
+            ]
+        return out
 
     # --- calibration --------------------------------------------------------------------------
     def calibrate(self) -> dict[str, dict[str, float]]:

@@ -7,7 +7,8 @@ The env imports no agent (DESIGN's import rule). It talks to a worker only throu
   instruction, its parameters, the chain state) is the same for every worker.
 * :class:`Worker` is anything with ``name``, ``key`` (the identity of what actually runs: model and
   settings, used by the cache), ``deterministic``, ``run(task, seed) -> Outcome``, ``alive()`` and
-  ``close()``. ``seed`` is the execution seed (the vote index): a sampling worker draws from it, a
+  ``close()``; optionally ``key_for(task) -> str``, a per-instance key for a worker that runs other
+  settings on another env (the cache then uses it instead of ``key``). ``seed`` is the execution seed (the vote index): a sampling worker draws from it, a
   deterministic one ignores it.
 * :class:`Outcome` is what one execution produced: the task's own validator verdict (``success``),
   the measured wall time, the generated tokens and the cost (``tokens * price_per_token +
@@ -145,7 +146,9 @@ class ResultCache:
 
     @staticmethod
     def _key(worker: Worker, task: TaskRef, seed: int) -> tuple[str, str, int]:
-        return (worker.key, task.key(), 0 if worker.deterministic else int(seed))
+        key_for = getattr(worker, "key_for", None)
+        key = key_for(task) if callable(key_for) else worker.key
+        return (key, task.key(), 0 if worker.deterministic else int(seed))
 
     def get(self, worker: Worker, task: TaskRef, seed: int) -> Outcome | None:
         return self._data.get(self._key(worker, task, seed))
