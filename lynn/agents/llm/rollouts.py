@@ -28,14 +28,21 @@ __all__ = ["IdGenerator", "RolloutWorker", "WorkerFactory"]
 
 class IdGenerator(Generator):
     """Plain ``transformers`` sampling that also returns the prompt and completion token ids
-    (``Generation.stats["prompt_ids"]`` / ``["completion_ids"]``; the completion keeps its EOS token)."""
+    (``Generation.stats["prompt_ids"]`` / ``["completion_ids"]``; the completion keeps its EOS token).
+
+    ``batch_size`` caps how many prompts one ``model.generate`` call decodes together (default: all of
+    them): the same replies' distribution, another speed (a heterogeneous worker).
+    """
 
     name = "transformers-ids"
 
-    def __init__(self, model: Any, tokenizer: Any) -> None:
+    def __init__(self, model: Any, tokenizer: Any, batch_size: int | None = None) -> None:
         import torch
 
+        if batch_size is not None and batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         self.model, self.tokenizer, self.torch = model, tokenizer, torch
+        self.batch_size = batch_size
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
         ids = {tokenizer.eos_token_id, getattr(model.generation_config, "eos_token_id", None)}
         self.eos_ids = sorted(
@@ -61,16 +68,23 @@ class IdGenerator(Generator):
         temperature: float = 0.0,
         seed: int | None = None,
     ) -> list[Generation]:
-        torch = self.torch
+        if temperature > 0 and seed is not None:
+            self.torch.manual_seed(seed)  # once: the chunks continue one random stream
         ids = [self.encode(p) for p in prompts]
+        step = self.batch_size or len(ids) or 1
+        out: list[Generation] = []
+        for i in range(0, len(ids), step):
+            out += self._generate(ids[i : i + step], max_new_tokens, temperature)
+        return out
+
+    def _generate(self, ids: list[list[int]], max_new_tokens: int, temperature: float) -> list[Generation]:
+        torch = self.torch
         n = max(len(b) for b in ids)
         input_ids = torch.tensor([[self.pad_id] * (n - len(b)) + b for b in ids])
         mask = torch.tensor([[0] * (n - len(b)) + [1] * len(b) for b in ids])
         kwargs: dict[str, Any] = {"do_sample": temperature > 0}
         if temperature > 0:
             kwargs.update(temperature=temperature, top_k=0, top_p=1.0)
-            if seed is not None:
-                torch.manual_seed(seed)
         else:
             kwargs.update(temperature=None, top_k=None, top_p=None)
         self.model.eval()
@@ -108,6 +122,8 @@ class RolloutWorker:
         env_kwargs: extra ``EVMQuestEnv`` arguments.
         threads: torch threads in this worker.
         index: the worker's index (for logs).
+        gen_batch: replies decoded per ``generate`` call (default: the whole group at once); a smaller
+            batch is a slower worker with the same sampling distribution.
     """
 
     def __init__(
@@ -120,6 +136,7 @@ class RolloutWorker:
         env_kwargs: dict[str, Any] | None = None,
         threads: int | None = 1,
         index: int = 0,
+        gen_batch: int | None = None,
     ) -> None:
         import gymnasium as gym
         import torch
@@ -134,7 +151,7 @@ class RolloutWorker:
             raise ValueError("a GRPO group needs at least 2 replies (group_size >= 2)")
         self.model = AutoModelForCausalLM.from_pretrained(model)
         self.tokenizer = AutoTokenizer.from_pretrained(model)
-        self.gen = IdGenerator(self.model, self.tokenizer)
+        self.gen = IdGenerator(self.model, self.tokenizer, batch_size=gen_batch)
         self.policy = LMPolicy(
             env_id=EVMQUEST,
             generator=self.gen,
@@ -200,11 +217,39 @@ class RolloutWorker:
         self.env.close()
 
 
-class WorkerFactory:
-    """A picklable ``make_worker(i)`` for :class:`lynn.wrappers.echo.ActorLearner`."""
+#: What may differ between workers of one run (heterogeneous workers). Not the temperature or the
+#: group size: the learner scores every group at one temperature and one ``G``.
+PER_WORKER_KEYS = frozenset({"max_new_tokens", "gen_batch", "threads"})
 
-    def __init__(self, model: str, **kwargs: Any) -> None:
+
+class WorkerFactory:
+    """A picklable ``make_worker(i)`` for :class:`lynn.wrappers.echo.ActorLearner`.
+
+    Args:
+        model: the starting model folder.
+        per_worker: heterogeneous workers: worker ``i`` gets ``per_worker[i % len(per_worker)]`` on
+            top of ``kwargs`` (keys from :data:`PER_WORKER_KEYS`, e.g. ``{"gen_batch": 1}``).
+        kwargs: :class:`RolloutWorker` arguments shared by every worker.
+    """
+
+    per_worker: tuple[dict[str, Any], ...] = ()
+
+    def __init__(self, model: str, per_worker: Sequence[dict[str, Any]] | None = None, **kwargs: Any) -> None:
+        for i, spec in enumerate(per_worker or ()):
+            bad = sorted(set(spec) - PER_WORKER_KEYS)
+            if bad:
+                raise ValueError(
+                    f"per-worker settings of worker {i}: {', '.join(bad)} cannot differ between workers "
+                    f"(allowed: {', '.join(sorted(PER_WORKER_KEYS))})"
+                )
         self.model, self.kwargs = str(model), kwargs
+        if per_worker:
+            self.per_worker = tuple(dict(p) for p in per_worker)
+
+    def settings(self, index: int) -> dict[str, Any]:
+        """Worker ``index``'s :class:`RolloutWorker` arguments."""
+        extra = self.per_worker[index % len(self.per_worker)] if self.per_worker else {}
+        return {**self.kwargs, **extra}
 
     def __call__(self, index: int) -> RolloutWorker:
-        return RolloutWorker(self.model, index=index, **self.kwargs)
+        return RolloutWorker(self.model, index=index, **self.settings(index))

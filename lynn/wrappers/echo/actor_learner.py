@@ -817,6 +817,7 @@ class ActorLearner:
                         if time_budget is not None and time.perf_counter() - start > time_budget:
                             break
                         batch = coord.take()
+                    left = len(coord.buffer)  # consumable rollouts left after this take
                 if errors:
                     raise errors[0]
                 if batch is None:
@@ -846,6 +847,8 @@ class ActorLearner:
                     wait_s=t0 - t_wait,
                     busy_s=busy - busy0,
                     generated=coord.generated,
+                    dropped_stale=coord.dropped_stale,
+                    buffered=left,
                 )
                 stats.metrics.append(record)
                 if on_update is not None:

@@ -77,6 +77,9 @@ class GRPOTrainConfig:
     progress: bool = True
     threads: int = 1
     kill_worker_at: int | None = None
+    #: Heterogeneous workers: worker i gets worker_overrides[i % len] on top of the shared settings
+    #: (max_new_tokens, gen_batch, threads; see lynn.agents.llm.rollouts.WorkerFactory).
+    worker_overrides: list[dict[str, Any]] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -129,11 +132,11 @@ def _worker_kwargs(cfg: GRPOTrainConfig) -> dict[str, Any]:
     }
 
 
-def _colocated(cfg: GRPOTrainConfig, learner: Any, updates: int, on_update: Any) -> dict[str, Any]:
+def _colocated(
+    cfg: GRPOTrainConfig, learner: Any, updates: int, on_update: Any, factory: Any
+) -> dict[str, Any]:
     """Strict alternation in this process: R groups at the current weights, then one update."""
-    from lynn.agents.llm.rollouts import RolloutWorker
-
-    worker = RolloutWorker(cfg.model, **_worker_kwargs(cfg))
+    worker = factory(0)
     worker.model = learner.model  # one model: generation and training share it
     worker.gen.model = learner.model
     worker.version = learner.version
@@ -246,10 +249,10 @@ def train_grpo(cfg: GRPOTrainConfig) -> dict[str, Any]:
         if al is not None and cfg.kill_worker_at is not None and learner.version == cfg.kill_worker_at:
             al.kill_worker(0)
 
-    factory = WorkerFactory(cfg.model, **_worker_kwargs(cfg))
+    factory = WorkerFactory(cfg.model, per_worker=cfg.worker_overrides, **_worker_kwargs(cfg))
     try:
         if cfg.mode == "colocated":
-            stats = _colocated(cfg, learner, todo, on_update)
+            stats = _colocated(cfg, learner, todo, on_update, factory)
         else:
             from lynn.wrappers.echo.actor_learner import ActorLearner
 
