@@ -77,7 +77,7 @@ def suite_pool(
     if target is None:
         # The suite LM (15 loaded minutes of training) is weak: at LMPolicy's 640-token budget every
         # execution it fails runs 3 x 640 tokens (30-140 s on CPU). No LM success measured in this
-        # pool needed more than 48 tokens in all (lm-evm2: 41 successes, 15-48 tokens), so its pool
+        # pool needed more than 48 tokens in all (47 successes, 15-48 tokens), so its pool
         # caps a reply at SUITE_MAX_NEW_TOKENS, 5x fewer tokens per failure and no measured success lost.
         kwargs.setdefault("max_new_tokens", SUITE_MAX_NEW_TOKENS)
         from lynn.eval.suite_model import DEFAULT_DIR, ensure_suite_model
