@@ -61,3 +61,30 @@ def tiny_world_model(web_data: dict[str, Path], tmp_path_factory: pytest.TempPat
         )
     )
     return out
+
+
+@pytest.fixture(scope="session")
+def tiny_correct_model(web_data: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny ``correct``-mode LM world model (it corrects the transferred nearest-neighbour Δ in its
+    prompt), trained in seconds on the session's train episodes."""
+    from lynn.envs.worldmodel.train import WorldModelConfig, train_world_model
+
+    out = tmp_path_factory.mktemp("wm_tiny_correct")
+    train_world_model(
+        WorldModelConfig(
+            data=[str(web_data["train"]), str(web_data["test"])],
+            out=str(out),
+            kind="lm",
+            size="tiny",
+            mode="correct",
+            context=512,
+            reply_tokens=96,
+            epochs=2,
+            max_minutes=0.3,
+            vocab_size=512,
+            progress=False,
+            threads=1,
+            heldout=[],
+        )
+    )
+    return out

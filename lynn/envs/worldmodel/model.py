@@ -15,6 +15,16 @@
 **Reply**: a Δ in the text format of :mod:`lynn.envs.worldmodel.delta`, ending with ``[End]``; training
 targets longer than the reply budget are cut after a whole line and closed with ``[End]``.
 
+**``correct`` mode** (``lynn train world-model --mode correct``; retrieval-augmented, cheap to learn): the
+prompt (:func:`correction_prompt`) carries the nearest neighbour's Δ *transferred* to the step (the strong
+retrieval of :class:`~lynn.envs.worldmodel.baselines.NearestNeighbourModel`) and, instead of the whole
+page, only the page lines within :data:`NEAR_LINES` of the acted-on element (``Lines: I-J`` says which).
+The reply is a Δ over the page that guess gives (:func:`correction_text`): only the fields that differ
+from the guess, hunks for the lines the guess got wrong, an empty correction when it is right — the model
+learns to copy the retrieved Δ and correct it, and writes few tokens. :func:`apply_correction` turns the
+reply back into a Δ of o_t; a reply that is not a valid Δ falls back to the guess (``last_errors``, which
+the env reports in ``info["error"]``).
+
 Imagination is cheap because next pages mostly copy something the model already sees: the retrieved Δ
 and the current page are in the prompt, so :class:`lynn.lm.speculative.PromptLookupDrafter` (copying
 n-grams from the prompt) drafts long runs and our batched speculative decoding verifies them, many
@@ -44,7 +54,20 @@ from lynn.envs.worldmodel.baselines import (
     PageMemory,
     element_block,
 )
-from lynn.envs.worldmodel.delta import END, action_target, page_frame, relative_url, strip_frame
+from lynn.envs.worldmodel.delta import (
+    EDITS,
+    END,
+    HEADER,
+    Delta,
+    action_target,
+    apply_delta,
+    apply_delta_text,
+    compute_delta,
+    page_frame,
+    relative_url,
+    strip_frame,
+    summarize,
+)
 
 CONFIG_FILE = "worldmodel.json"
 MEMORY_FILE = "memory.jsonl"
@@ -80,6 +103,101 @@ def world_prompt(goal: str, obs: dict[str, Any], action: str, similar: str | Non
     return [{"role": "system", "content": WM_SYSTEM}, {"role": "user", "content": user}]
 
 
+#: Prompt/reply modes of an LM world model: ``full`` (the reply is the whole Δ of o_t) and ``correct``
+#: (the reply corrects the retrieved, transferred Δ; :func:`correction_prompt`).
+MODES = ("full", "correct")
+#: Lines of the page either side of the acted-on element in a ``correct`` prompt.
+NEAR_LINES = 8
+CORRECT_SYSTEM = (
+    "You are a model of a website. The Similar state change is a guess for this step, transferred from a "
+    "similar training step. Write the correction: a state change over the page the guess gives, with "
+    "only the fields that differ, hunks '@@ INDEX -COUNT = ANCHOR' and '+' lines, then [End]."
+)
+
+
+def near_lines(obs: dict[str, Any], action: str, radius: int = NEAR_LINES) -> tuple[int, list[str]]:
+    """(index of the first line, the lines) of the page (id prefix removed) within ``radius`` lines of the
+    acted-on element; the page's first ``2 * radius + 1`` lines when the action names no element on it."""
+    ax = str(obs.get("axtree", ""))
+    lines = strip_frame(ax, page_frame(ax)).split("\n")
+    bid = action_target(action)
+    at = None
+    if bid:
+        tag = f"[{strip_frame(f'[{bid}]', page_frame(f'[{bid}]'))[1:-1]}] "
+        at = next((i for i, x in enumerate(lines) if x.lstrip().startswith(tag)), None)
+    lo = max(0, (at if at is not None else radius) - radius)
+    return lo, lines[lo : lo + 2 * radius + 1]
+
+
+def correction_prompt(
+    goal: str, obs: dict[str, Any], action: str, similar: str | None, radius: int = NEAR_LINES
+) -> list[dict[str, str]]:
+    """The chat messages of a ``correct``-mode world model for one step: the step's header lines as in
+    :func:`world_prompt`, the retrieved Δ *transferred* to this step
+    (:meth:`~lynn.envs.worldmodel.baselines.NearestNeighbourModel.transferred`), and — the documented cut of
+    o_t — only the page lines within ``radius`` of the acted-on element (``Lines: I-J`` gives their
+    indices), not the whole page."""
+    ax = str(obs.get("axtree", ""))
+    bid = action_target(action)
+    target, link = element_block(ax, bid) if bid else ("", "")
+    element = (target or "none") + (f" (/url: {link})" if link else "")
+    lo, near = near_lines(obs, action, radius)
+    user = (
+        f"Goal: {goal}\n"
+        f"URL: {relative_url(str(obs.get('url', '')), str(obs.get('url', '')))}\n"
+        f"Title: {obs.get('title', '')}\n"
+        f"Action: {action}\n"
+        f"Element: {element}\n"
+        f"Similar:\n{(similar or 'none')[:SIMILAR_CHARS]}\n"
+        f"Lines: {lo}-{lo + len(near) - 1}\n"
+        f"Page:\n" + "\n".join(near)
+    )
+    return [{"role": "system", "content": CORRECT_SYSTEM}, {"role": "user", "content": user}]
+
+
+def correction_text(
+    obs: dict[str, Any], guess_obs: dict[str, Any], action: str, next_obs: dict[str, Any], guess: Delta
+) -> str:
+    """The training target of a ``correct``-mode model: the Δ from the guessed page ``guess_obs``
+    (``guess`` applied to o_t = ``obs``) to the real next page, with only the fields that differ from the
+    guess (URL, Title, Frame; the real transition's summary when it differs from the guess's) — an empty
+    correction when the guess is right."""
+    c = compute_delta(guess_obs, action, next_obs)
+    c.summary = summarize(obs, action, next_obs)
+    out = [HEADER]
+    if str(next_obs.get("url", "")) != str(guess_obs.get("url", "")):
+        out.append(f"URL: {c.url}")
+    if str(next_obs.get("title", "")) != str(guess_obs.get("title", "")):
+        out.append(f"Title: {c.title}")
+    if c.frame != page_frame(str(guess_obs.get("axtree", ""))):
+        out.append(f"Frame: {c.frame or '-'}")
+    if c.summary != guess.summary:
+        out.append(f"Summary: {c.summary}")
+    out.append(EDITS)
+    for h in c.hunks:
+        out.append(f"@@ {h.start} -{h.count}" + (f" = {h.anchor}" if h.anchor is not None else ""))
+        out += ["+" + line for line in h.added]
+    out.append(END)
+    return "\n".join(out)
+
+
+def apply_correction(obs: dict[str, Any], action: str, guess: Delta, reply: str) -> tuple[str, str | None]:
+    """The Δ of o_t that a ``correct``-mode reply means: ``guess`` applied to o_t, then the reply applied
+    to that page; returns (Δ text, error or None). Fallback: a reply that is not a valid Δ leaves the
+    guess (the nearest neighbour's prediction) and reports why."""
+    guess_obs, _ = apply_delta(obs, guess, action)
+    final, err, c = apply_delta_text(guess_obs, reply, action)
+    rel_obs = dict(obs, url=relative_url(str(obs.get("url", "")), str(obs.get("url", ""))))
+    nxt = dict(final, url=relative_url(str(final.get("url", "")), str(obs.get("url", ""))))
+    d = compute_delta(rel_obs, action, nxt)
+    d.summary = (c.summary if c is not None and c.summary else "") or guess.summary
+    for h in d.hunks:
+        h.removed = None
+    if err and c is None:
+        err = f"world model correction is not a valid Δ; the retrieved guess is used ({err})"
+    return d.to_text(), err
+
+
 def fit_prompt(messages: list[dict[str, str]], count: Any, budget: int) -> list[dict[str, str]]:
     """Cut the page of ``messages`` (whole lines) so that ``count(messages) <= budget`` tokens."""
     from lynn.lm.prompts import fit_web_messages
@@ -111,7 +229,16 @@ class LMWorldModel:
         max_new_tokens: int = REPLY_TOKENS,
         batch_size: int = 16,
         count: Any = None,
+        mode: str = "full",
     ) -> None:
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        if mode == "correct" and nn is None:
+            raise ValueError("a correct-mode world model needs its retrieval memory (memory.jsonl)")
+        self.mode = mode
+        self.last_errors: list[str | None] = []
+        #: The raw replies of the last batch (``correct`` mode: the corrections, before composing).
+        self.last_replies: list[str] = []
         self.generator = generator
         self.count = count
         self.nn = nn
@@ -121,14 +248,31 @@ class LMWorldModel:
         self.batch_size = int(batch_size)
         self.last_stats: list[dict[str, Any]] = []
 
-    def prompts(self, batch: Sequence[Item]) -> list[list[dict[str, str]]]:
+    def guesses(self, batch: Sequence[Item]) -> list[Delta | None]:
+        """The retrieved Δ per item (``correct`` mode: transferred to the step; else :meth:`adapted`)."""
+        if self.nn is None:
+            return [None] * len(batch)
+        out: list[Delta | None] = []
+        for goal, obs, action in batch:
+            row = self.nn.neighbour(goal, obs, action)
+            if self.mode == "correct":
+                out.append(self.nn.transferred(goal, obs, action, row))
+            else:
+                out.append(self.nn.adapted(obs, row))
+        return out
+
+    def prompts(
+        self, batch: Sequence[Item], guesses: Sequence[Delta | None] | None = None
+    ) -> list[list[dict[str, str]]]:
         out = []
         count = getattr(self.generator, "count_tokens", None) or self.count
-        for goal, obs, action in batch:
-            similar = None
-            if self.nn is not None:
-                similar = self.nn.adapted(obs, self.nn.neighbour(goal, obs, action)).to_text()
-            msgs = world_prompt(goal, obs, action, similar)
+        guesses = self.guesses(batch) if guesses is None else guesses
+        for (goal, obs, action), g in zip(batch, guesses, strict=True):
+            similar = g.to_text() if g is not None else None
+            if self.mode == "correct":
+                msgs = correction_prompt(goal, obs, action, similar)
+            else:
+                msgs = world_prompt(goal, obs, action, similar)
             if count is not None:
                 msgs = fit_prompt(msgs, count, self.context - self.max_new_tokens)
             out.append(msgs)
@@ -139,16 +283,22 @@ class LMWorldModel:
         written applies) and noted in :attr:`last_stats`."""
         if not batch:
             return []
-        prompts = self.prompts(batch)
+        guesses = self.guesses(batch)
+        prompts = self.prompts(batch, guesses)
         kwargs: dict[str, Any] = {}
         # In-process transformers: batch as asked. (An endpoint generator has a `model` too — the served
         # name — but no batch size: it sends the prompts concurrently.)
         if "batch_size" in inspect.signature(self.generator.generate).parameters:
             kwargs["batch_size"] = self.batch_size
         gens = self.generator.generate(prompts, max_new_tokens=self.max_new_tokens, stop=[END], **kwargs)
-        out, self.last_stats = [], []
-        for (_goal, obs, action), g in zip(batch, gens, strict=True):
+        out, self.last_stats, self.last_errors = [], [], []
+        self.last_replies = [g.text for g in gens]
+        for (_goal, obs, action), g, guess in zip(batch, gens, guesses, strict=True):
             text = g.text.rstrip() + "\n" + END
+            err = None
+            if self.mode == "correct" and guess is not None:
+                text, err = apply_correction(obs, action, guess, text)
+            self.last_errors.append(err)
             if self.memory is not None:
                 text = self.memory.replace_page(obs, text, action)
             out.append(text)
@@ -194,7 +344,8 @@ def load_world_model(
             ``served_model`` or that folder's absolute path) and its memory, context, reply budget and
             tokenizer (to fit prompts) are used as in process; otherwise ``path`` is the served name.
         speculative: verification rule for the in-process LM (``None`` = plain ``generate``).
-        memory: a ``memory.jsonl`` (training transitions) for retrieval/memory with a bare HF model.
+        memory: a ``memory.jsonl`` (training transitions) for retrieval/memory with a bare HF model, or in
+            place of a folder's own ``memory.jsonl`` (e.g. a dev split's rows).
 
     Raises:
         ValueError: no model at ``path`` (the message says how to train one).
@@ -233,6 +384,7 @@ def load_world_model(
             max_new_tokens=int(cfg.get("reply_tokens", REPLY_TOKENS)),
             batch_size=batch_size,
             count=lambda m: len(encode_chat(tok, m, add_generation_prompt=True)),
+            mode=str(cfg.get("mode", "full")),
         )
     if path is None:
         raise ValueError(f"WebWorldModel needs model=PATH (a world-model folder); {TRAIN_HINT}")
@@ -253,6 +405,8 @@ def load_world_model(
         lm_dir = p / cfg.get("lm", "lm")
         if not (lm_dir / "config.json").exists():
             raise ValueError(f"no language model in {lm_dir} (config.json missing); {TRAIN_HINT}")
+        if memory:
+            rows = read_memory(memory)
         gen = TransformersGenerator(
             lm_dir, device=device, speculative=speculative, drafter="prompt_lookup", threads=threads
         )
@@ -263,6 +417,7 @@ def load_world_model(
             context=int(cfg.get("context", 1024)),
             max_new_tokens=int(cfg.get("reply_tokens", REPLY_TOKENS)),
             batch_size=batch_size,
+            mode=str(cfg.get("mode", "full")),
         )
     if (p / "config.json").exists():
         rows = read_memory(memory) if memory else []

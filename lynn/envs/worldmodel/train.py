@@ -28,15 +28,21 @@ from lynn.envs.worldmodel.data import HELDOUT_TEMPLATES, read_transitions, start
 from lynn.envs.worldmodel.delta import END, compute_delta
 from lynn.envs.worldmodel.model import (
     CONFIG_FILE,
+    CORRECT_SYSTEM,
     MEMORY_FILE,
+    MODES,
     REPLY_TOKENS,
     STARTS_FILE,
     WM_SYSTEM,
+    correction_prompt,
+    correction_text,
     fit_prompt,
     world_prompt,
 )
 
 KINDS = ("lm", "memory", "nearest", "copy")
+DEV_MEMORY_FILE = "dev_memory.jsonl"
+DEV_FILE = "dev.jsonl"
 
 
 @dataclass
@@ -53,6 +59,13 @@ class WorldModelConfig:
         epochs, max_minutes, batch_size, lr, seed, resume, progress, threads: as ``lynn train lm``.
         all_templates: train on every template (else :data:`HELDOUT_TEMPLATES` are held out).
         vocab_size: BPE vocabulary of the LM.
+        mode: ``full`` (the LM writes the whole Δ; the retrieved Δ in its prompt is only adapted) or
+            ``correct`` (its prompt carries the retrieved Δ *transferred* to the step and the page lines
+            near the acted-on element; it writes the correction of that guess: :mod:`.model`).
+        dev_every: hold every k-th training task instance (sorted ids) out of the LM's pairs: a train-only
+            dev split for choosing options (``dev.jsonl``; ``dev_memory.jsonl`` = the training rows
+            without it, the retrieval memory to measure the dev split with). ``memory.jsonl`` keeps every
+            training row. 0: none.
     """
 
     data: list[str]
@@ -71,6 +84,8 @@ class WorldModelConfig:
     threads: int | None = None
     all_templates: bool = False
     vocab_size: int = 4096
+    mode: str = "full"
+    dev_every: int = 0
     heldout: list[str] = field(default_factory=lambda: list(HELDOUT_TEMPLATES))
 
 
@@ -89,9 +104,14 @@ def cut_reply(text: str, count: Any, budget: int) -> str:
     return "\n".join(lines[:lo] + [END])
 
 
-def training_pairs(rows: list[dict[str, Any]], seed: int = 0) -> list[tuple[list[dict[str, str]], str, dict]]:
-    """(prompt messages, Δ reply, record) per transition; retrieval excludes the transition's own instance."""
+def training_pairs(
+    rows: list[dict[str, Any]], seed: int = 0, mode: str = "full"
+) -> list[tuple[list[dict[str, str]], str, dict]]:
+    """(prompt messages, reply, record) per transition; retrieval excludes the transition's own instance
+    (as at test time). ``full``: the reply is the true Δ; ``correct``: the correction of the transferred
+    retrieved Δ (:func:`lynn.envs.worldmodel.model.correction_text`)."""
     from lynn.envs.worldmodel.baselines import NearestNeighbourModel
+    from lynn.envs.worldmodel.delta import apply_delta
 
     nn = NearestNeighbourModel(rows)
     own: dict[str, list[int]] = {}
@@ -101,12 +121,23 @@ def training_pairs(rows: list[dict[str, Any]], seed: int = 0) -> list[tuple[list
     for r in rows:
         keep = nn.rows
         nn.rows = [x for x in keep if x[1]["task_id"] != r["task_id"]] or keep
+        goal = r.get("goal", "")
         try:
-            similar = nn.adapted(r["obs"], nn.neighbour(r.get("goal", ""), r["obs"], r["action"])).to_text()
+            row = nn.neighbour(goal, r["obs"], r["action"])
+            if mode == "correct":
+                guess = nn.transferred(goal, r["obs"], r["action"], row)
+            else:
+                guess = nn.adapted(r["obs"], row)
         finally:
             nn.rows = keep
-        reply = compute_delta(r["obs"], r["action"], r["next_obs"]).to_text()
-        pairs.append((world_prompt(r.get("goal", ""), r["obs"], r["action"], similar), reply, r))
+        if mode == "correct":
+            guess_obs, _ = apply_delta(r["obs"], guess, r["action"])
+            reply = correction_text(r["obs"], guess_obs, r["action"], r["next_obs"], guess)
+            prompt = correction_prompt(goal, r["obs"], r["action"], guess.to_text())
+        else:
+            reply = compute_delta(r["obs"], r["action"], r["next_obs"]).to_text()
+            prompt = world_prompt(goal, r["obs"], r["action"], guess.to_text())
+        pairs.append((prompt, reply, r))
     random.Random(seed).shuffle(pairs)
     return pairs
 
@@ -127,6 +158,8 @@ def train_world_model(cfg: WorldModelConfig) -> dict[str, Any]:
     """Train (or resume) a world model; returns the summary also written to ``worldmodel.json``."""
     if cfg.kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {cfg.kind!r}")
+    if cfg.mode not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, got {cfg.mode!r}")
     started = time.monotonic()
     rows = read_transitions(*cfg.data)
     train = (
@@ -140,16 +173,29 @@ def train_world_model(cfg: WorldModelConfig) -> dict[str, Any]:
         )
     out = Path(cfg.out)
     _write_common(out, rows, train, cfg)
+    lm_rows = train
+    if cfg.dev_every:
+        ids = sorted({r["task_id"] for r in train})
+        dev_ids = set(ids[:: cfg.dev_every])
+        lm_rows = [r for r in train if r["task_id"] not in dev_ids]
+        for name, part in (
+            (DEV_MEMORY_FILE, lm_rows),
+            (DEV_FILE, [r for r in train if r["task_id"] in dev_ids]),
+        ):
+            with (out / name).open("w", encoding="utf-8") as fh:
+                fh.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in part)
     summary: dict[str, Any] = {
         "kind": cfg.kind,
         "transitions": len(train),
         "heldout_templates": [] if cfg.all_templates else list(cfg.heldout),
         "context": cfg.context,
         "reply_tokens": cfg.reply_tokens,
+        "mode": cfg.mode,
+        "lm_transitions": len(lm_rows),
         "config": asdict(cfg),
     }
     if cfg.kind == "lm":
-        summary.update(_train_lm(cfg, train, out))
+        summary.update(_train_lm(cfg, lm_rows, out))
         summary["lm"] = "lm"
     summary["minutes"] = (time.monotonic() - started) / 60
     (out / CONFIG_FILE).write_text(json.dumps(summary, indent=1))
@@ -166,7 +212,9 @@ def _train_lm(cfg: WorldModelConfig, train: list[dict[str, Any]], out: Path) -> 
     from lynn.lm.train import TrainConfig, model_config, train_lm
 
     set_threads(cfg.threads)
-    pairs = training_pairs(train, cfg.seed)
+    t0 = time.monotonic()
+    pairs = training_pairs(train, cfg.seed, cfg.mode)
+    pairs_minutes = (time.monotonic() - t0) / 60
     init = out / "init"
     if cfg.resume and (init / "tokenizer.json").exists():
         tok = AutoTokenizer.from_pretrained(init)
@@ -231,11 +279,12 @@ def _train_lm(cfg: WorldModelConfig, train: list[dict[str, Any]], out: Path) -> 
     )
     return {
         "pairs": len(demos),
+        "pairs_minutes": pairs_minutes,
         "replies_cut": cut,
         "lm_summary": {
             k: lm[k] for k in ("parameters", "steps", "epochs_done", "minutes", "final_loss", "loss_png")
         },
-        "system": WM_SYSTEM,
+        "system": CORRECT_SYSTEM if cfg.mode == "correct" else WM_SYSTEM,
     }
 
 
@@ -261,6 +310,16 @@ def add_train_parsers(tsub: Any) -> None:
     w.add_argument("--seed", type=int, default=0)
     w.add_argument("--threads", type=int, help="torch threads (1 is fastest on a loaded 2-core machine)")
     w.add_argument("--all-templates", action="store_true", help="also train on the held-out templates")
+    w.add_argument(
+        "--mode",
+        choices=MODES,
+        default="full",
+        help="full: write the whole Δ; correct: correct the transferred nearest-neighbour Δ in the prompt",
+    )
+    w.add_argument(
+        "--dev-every", type=int, default=0, help="hold every k-th train instance out of the LM (a dev split)"
+    )
+    w.add_argument("--vocab-size", type=int, default=4096)
     w.add_argument("--reward", action="store_true", help="also train the reward model into --out")
     w.add_argument("--resume", action="store_true")
     w.add_argument("--no-progress", action="store_true")
@@ -292,6 +351,9 @@ def _cmd_world_model(args: Any) -> int:
         progress=not args.no_progress,
         threads=args.threads,
         all_templates=args.all_templates,
+        vocab_size=args.vocab_size,
+        mode=args.mode,
+        dev_every=args.dev_every,
     )
     summary = train_world_model(cfg)
     shown = {k: v for k, v in summary.items() if k not in ("config", "system")}

@@ -50,7 +50,9 @@ class WebWorldModelEnv(gym.Env):
     An unparsable action gives LiveWeb's error in ``info["error"]`` and ``last_action_error``, the page
     unchanged. A model output that is not a valid Δ leaves the page unchanged (the documented fallback)
     and puts the reason in ``info["error"]``; a hunk that does not apply is skipped and reported the
-    same way. ``last_action_error`` stays what LiveWeb would show (the action itself was valid).
+    same way. A ``correct``-mode LM (its reply corrects the retrieved Δ) whose reply is not a valid Δ
+    falls back to the retrieved Δ and reports it in ``info["error"]`` too.
+    ``last_action_error`` stays what LiveWeb would show (the action itself was valid).
 
     ## Arguments
     - ``model``: a ``lynn train world-model`` folder (or a local HF causal-LM folder); required: without
@@ -220,15 +222,21 @@ class WebWorldModelEnv(gym.Env):
             for idx in by_model.values():
                 t = time.perf_counter()
                 items = [(envs[i].obs["goal"], plans[i]["state"], plans[i]["calls"][r]) for i in idx]
-                texts = envs[idx[0]].world_model.predict(items)
+                wm = envs[idx[0]].world_model
+                texts = wm.predict(items)
                 model_s += time.perf_counter() - t
-                for i, text in zip(idx, texts, strict=True):
+                # A model that composes its Δ itself (an LM correcting a retrieved guess) reports its own
+                # fallbacks per item in ``last_errors``.
+                own = list(getattr(wm, "last_errors", None) or [])
+                own = own if len(own) == len(idx) else [None] * len(idx)
+                for i, text, own_err in zip(idx, texts, own, strict=True):
                     call = plans[i]["calls"][r]
                     new, err, _ = apply_delta_text(plans[i]["state"], text, call)
                     plans[i]["steps"].append((plans[i]["state"], call))
                     plans[i]["state"] = new
-                    if err:
-                        plans[i]["model_errors"].append(err)
+                    for e in (own_err, err):
+                        if e:
+                            plans[i]["model_errors"].append(e)
         total = time.perf_counter() - t0
         return [
             env._finish(p, model_s / max(1, len(envs)), total / max(1, len(envs)))
