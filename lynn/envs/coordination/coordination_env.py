@@ -71,7 +71,8 @@ class CoordinationEnv(gym.Env):
              slots=None, types=None)
     ```
     * ``scenario``: a name from :data:`~lynn.envs.coordination.scenarios.SCENARIOS`, ``"real-pool"``
-      (real EVMQuest task instances routed to real agents, :mod:`lynn.envs.coordination.real_pool`:
+      (real EVMQuest task instances, and with ``scenario_kwargs={"liveweb": N}`` LiveWeb test
+      instances, routed to real agents, :mod:`lynn.envs.coordination.real_pool`:
       the validator decides success, latency and tokens are measured, results are cached), or a
       ``Scenario``.
     * ``scenario_kwargs``: overrides of the scenario's dataclass fields (and of its pool dynamics).
