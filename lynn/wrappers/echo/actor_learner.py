@@ -777,7 +777,12 @@ class ActorLearner:
                                 if ev[0] == "done":
                                     _, w, rid, version, data = ev
                                     failures[w] = 0
-                                    reason = validate(data) if validate is not None else None
+                                    # Too stale to be consumed: the buffer drops it as stale (counted
+                                    # there), so it is not checked; a learner that keeps S + 2
+                                    # snapshots cannot score it and would call it malformed.
+                                    stale = coord.t - version > coord.S
+                                    check = validate is not None and not stale
+                                    reason = validate(data) if check else None
                                     if reason:
                                         coord.refuse(w)
                                         msg = f"refused malformed rollout {rid} from worker {w} (version {version}): {reason}"
