@@ -240,9 +240,9 @@ def main(argv: list[str] | None = None) -> int:
         with tempfile.TemporaryDirectory() as tmp:
             starts = Path(tmp) / "starts.jsonl"
             starts.write_text("".join(json.dumps(s) + "\n" for s in start_pages(rows)))
-            for name, m, _limit in models:
-                if name.startswith("lm"):
-                    continue
+            for name, m, limit in models:
+                if name.startswith("lm") and limit:
+                    continue  # a capped LM run skips the full replay
                 env = WebWorldModelEnv(world_model=m, starts=str(starts), split="test", max_steps=30)
                 env.reward_model = rm
                 real = imagined = 0.0

@@ -27,9 +27,12 @@ def one_step(model: Any, rows: Sequence[dict[str, Any]], batch_size: int = 16) -
     for i in range(0, len(rows), batch_size):
         chunk = rows[i : i + batch_size]
         texts = model.predict([(r.get("goal", ""), r["obs"], r["action"]) for r in chunk])
-        for r, text in zip(chunk, texts, strict=True):
+        # A model that composes its Δ itself (a correct-mode LM) reports its fallbacks in last_errors.
+        own = list(getattr(model, "last_errors", None) or [])
+        own = own if len(own) == len(chunk) else [None] * len(chunk)
+        for r, text, own_err in zip(chunk, texts, own, strict=True):
             pred, err, delta = apply_delta_text(r["obs"], text, r["action"])
-            errors += err is not None
+            errors += err is not None or own_err is not None
             gold_sum = summarize(r["obs"], r["action"], r["next_obs"])
             per.append(score(pred, r["next_obs"], delta.summary if delta else "", gold_sum))
     out: dict[str, Any] = mean_scores(per)

@@ -185,7 +185,7 @@ def apply_correction(obs: dict[str, Any], action: str, guess: Delta, reply: str)
     """The Δ of o_t that a ``correct``-mode reply means: ``guess`` applied to o_t, then the reply applied
     to that page; returns (Δ text, error or None). Fallback: a reply that is not a valid Δ leaves the
     guess (the nearest neighbour's prediction) and reports why."""
-    guess_obs, _ = apply_delta(obs, guess, action)
+    guess_obs, skipped = apply_delta(obs, guess, action)
     final, err, c = apply_delta_text(guess_obs, reply, action)
     rel_obs = dict(obs, url=relative_url(str(obs.get("url", "")), str(obs.get("url", ""))))
     nxt = dict(final, url=relative_url(str(final.get("url", "")), str(obs.get("url", ""))))
@@ -195,6 +195,8 @@ def apply_correction(obs: dict[str, Any], action: str, guess: Delta, reply: str)
         h.removed = None
     if err and c is None:
         err = f"world model correction is not a valid Δ; the retrieved guess is used ({err})"
+    if skipped:  # hunks of the retrieved guess that did not land on this page (as the NN reports them)
+        err = "; ".join([*(f"retrieved guess: {p}" for p in skipped), *([err] if err else [])])
     return d.to_text(), err
 
 

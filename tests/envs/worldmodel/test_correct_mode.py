@@ -46,7 +46,8 @@ def test_true_correction_of_the_guess_gives_the_real_next_page(web_data) -> None
         reply = correction_text(r["obs"], guess_obs, r["action"], r["next_obs"], guess)
         empty += reply.count("\n") <= 2 + ("Summary:" in reply)
         text, err = apply_correction(r["obs"], r["action"], guess, reply)
-        assert err is None, err
+        # Only the guess's own hunks that did not land may be reported; the correction always applies.
+        assert err is None or err.count("does not apply") == err.count("retrieved guess: Δ hunk"), err
         pred, err2, delta = apply_delta_text(r["obs"], text, r["action"])
         assert err2 is None
         assert pred["url"] == r["next_obs"]["url"]
