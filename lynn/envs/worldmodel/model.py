@@ -108,6 +108,8 @@ def world_prompt(goal: str, obs: dict[str, Any], action: str, similar: str | Non
 MODES = ("full", "correct")
 #: Lines of the page either side of the acted-on element in a ``correct`` prompt.
 NEAR_LINES = 8
+#: The correction that keeps the guess as it is.
+EMPTY_CORRECTION = f"{HEADER}\n{EDITS}\n{END}"
 CORRECT_SYSTEM = (
     "You are a model of a website. The Similar state change is a guess for this step, transferred from a "
     "similar training step. Write the correction: a state change over the page the guess gives, with "
@@ -232,12 +234,18 @@ class LMWorldModel:
         batch_size: int = 16,
         count: Any = None,
         mode: str = "full",
+        margin: float | None = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
         if mode == "correct" and nn is None:
             raise ValueError("a correct-mode world model needs its retrieval memory (memory.jsonl)")
         self.mode = mode
+        #: ``correct`` mode with an in-process LM: keep a non-empty correction only when the LM gives it
+        #: ``margin`` nats more log-probability than the empty one (the guess as it is); ``None``: always.
+        self.margin = margin
+        #: Per item of the last batch: log P(reply) - log P(empty reply), when the margin was checked.
+        self.last_margins: list[float | None] = []
         self.last_errors: list[str | None] = []
         #: The raw replies of the last batch (``correct`` mode: the corrections, before composing).
         self.last_replies: list[str] = []
@@ -293,11 +301,17 @@ class LMWorldModel:
         if "batch_size" in inspect.signature(self.generator.generate).parameters:
             kwargs["batch_size"] = self.batch_size
         gens = self.generator.generate(prompts, max_new_tokens=self.max_new_tokens, stop=[END], **kwargs)
-        out, self.last_stats, self.last_errors = [], [], []
+        out, self.last_stats, self.last_errors, self.last_margins = [], [], [], []
         self.last_replies = [g.text for g in gens]
-        for (_goal, obs, action), g, guess in zip(batch, gens, guesses, strict=True):
+        for msgs, (_goal, obs, action), g, guess in zip(prompts, batch, gens, guesses, strict=True):
             text = g.text.rstrip() + "\n" + END
             err = None
+            gap = None
+            if self.mode == "correct" and self.margin is not None and text.strip() != EMPTY_CORRECTION:
+                gap = self.reply_gap(msgs, text)
+                if gap is not None and gap < self.margin:
+                    text = EMPTY_CORRECTION
+            self.last_margins.append(gap)
             if self.mode == "correct" and guess is not None:
                 text, err = apply_correction(obs, action, guess, text)
             self.last_errors.append(err)
@@ -313,6 +327,33 @@ class LMWorldModel:
                 }
             )
         return out
+
+    def reply_gap(self, messages: list[dict[str, str]], reply: str) -> float | None:
+        """log P(``reply``) - log P(the empty correction) under the LM given ``messages`` (teacher forcing);
+        ``None`` when the generator is not an in-process transformers model."""
+        model, tok = getattr(self.generator, "model", None), getattr(self.generator, "tokenizer", None)
+        if model is None or tok is None:
+            return None
+        import torch
+
+        from lynn.lm.tokenizer import encode_chat
+
+        prefix = encode_chat(tok, messages, add_generation_prompt=True)
+
+        def logp(text: str) -> float:
+            ids = encode_chat(
+                tok, [*messages, {"role": "assistant", "content": text}], add_generation_prompt=False
+            )
+            if ids[: len(prefix)] != prefix or len(ids) <= len(prefix):
+                return float("nan")
+            x = torch.tensor([ids], device=model.device)
+            with torch.no_grad():
+                lp = torch.log_softmax(model(x).logits[0, :-1].float(), -1)
+            tgt = x[0, 1:]
+            return float(lp[torch.arange(len(prefix) - 1, len(ids) - 1), tgt[len(prefix) - 1 :]].sum())
+
+        gap = logp(reply) - logp(EMPTY_CORRECTION)
+        return None if gap != gap else gap
 
     def close(self) -> None:
         self.generator.close()
@@ -334,6 +375,7 @@ def load_world_model(
     memory: str | Path | None = None,
     batch_size: int = 16,
     served_model: str | None = None,
+    margin: float | str | None = "config",
 ) -> Any:
     """A world model from a folder (or an endpoint).
 
@@ -348,6 +390,8 @@ def load_world_model(
         speculative: verification rule for the in-process LM (``None`` = plain ``generate``).
         memory: a ``memory.jsonl`` (training transitions) for retrieval/memory with a bare HF model, or in
             place of a folder's own ``memory.jsonl`` (e.g. a dev split's rows).
+        margin: a ``correct``-mode LM's acceptance margin (:attr:`LMWorldModel.margin`); ``"config"``:
+            the folder's ``worldmodel.json`` ``margin`` (absent: every correction is kept).
 
     Raises:
         ValueError: no model at ``path`` (the message says how to train one).
@@ -420,6 +464,7 @@ def load_world_model(
             max_new_tokens=int(cfg.get("reply_tokens", REPLY_TOKENS)),
             batch_size=batch_size,
             mode=str(cfg.get("mode", "full")),
+            margin=cfg.get("margin") if margin == "config" else margin,
         )
     if (p / "config.json").exists():
         rows = read_memory(memory) if memory else []

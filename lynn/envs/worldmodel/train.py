@@ -66,6 +66,9 @@ class WorldModelConfig:
             dev split for choosing options (``dev.jsonl``; ``dev_memory.jsonl`` = the training rows
             without it, the retrieval memory to measure the dev split with). ``memory.jsonl`` keeps every
             training row. 0: none.
+        margin: ``correct`` mode: keep a non-empty correction only when the LM gives it at least this many
+            nats more log-probability than the empty one (0: the more likely of the two; ``None``: keep
+            every correction). Written to ``worldmodel.json``; chosen on the dev split (see BENCHMARKS).
     """
 
     data: list[str]
@@ -86,6 +89,7 @@ class WorldModelConfig:
     vocab_size: int = 4096
     mode: str = "full"
     dev_every: int = 0
+    margin: float | None = 0.0
     heldout: list[str] = field(default_factory=lambda: list(HELDOUT_TEMPLATES))
 
 
@@ -191,6 +195,7 @@ def train_world_model(cfg: WorldModelConfig) -> dict[str, Any]:
         "context": cfg.context,
         "reply_tokens": cfg.reply_tokens,
         "mode": cfg.mode,
+        "margin": cfg.margin if cfg.mode == "correct" else None,
         "lm_transitions": len(lm_rows),
         "config": asdict(cfg),
     }
@@ -320,6 +325,13 @@ def add_train_parsers(tsub: Any) -> None:
         "--dev-every", type=int, default=0, help="hold every k-th train instance out of the LM (a dev split)"
     )
     w.add_argument("--vocab-size", type=int, default=4096)
+    w.add_argument(
+        "--margin",
+        type=float,
+        default=0.0,
+        help="correct mode: keep a correction only when the LM prefers it to the empty one by this many nats",
+    )
+    w.add_argument("--keep-all-corrections", action="store_true", help="correct mode: no margin check")
     w.add_argument("--reward", action="store_true", help="also train the reward model into --out")
     w.add_argument("--resume", action="store_true")
     w.add_argument("--no-progress", action="store_true")
@@ -354,6 +366,7 @@ def _cmd_world_model(args: Any) -> int:
         vocab_size=args.vocab_size,
         mode=args.mode,
         dev_every=args.dev_every,
+        margin=None if args.keep_all_corrections else args.margin,
     )
     summary = train_world_model(cfg)
     shown = {k: v for k, v in summary.items() if k not in ("config", "system")}

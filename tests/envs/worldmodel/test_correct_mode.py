@@ -118,3 +118,27 @@ def test_tiny_correct_model_loads_steps_and_tracks_the_expert(tiny_correct_model
     mean = sum(f1s) / len(f1s)
     print(f"tiny correct-mode LM rollouts: mean line F1 {mean:.3f}, worst {min(f1s):.3f}, {len(f1s)} steps")
     assert min(f1s) >= STEP_F1_FLOOR and mean >= MEAN_F1_FLOOR, (mean, min(f1s))
+
+
+def test_margin_keeps_the_guess_unless_the_lm_prefers_its_correction(
+    tiny_correct_model: Path, web_data
+) -> None:
+    from lynn.envs.worldmodel.baselines import NearestNeighbourModel
+    from lynn.envs.worldmodel.delta import apply_delta_text
+    from lynn.envs.worldmodel.model import load_world_model, read_memory
+
+    test = read_transitions(web_data["test"])[:8]
+    items = [(r["goal"], r["obs"], r["action"]) for r in test]
+    nn = NearestNeighbourModel(read_memory(tiny_correct_model / "memory.jsonl"))
+    free = load_world_model(tiny_correct_model, page_memory=False, threads=1, margin=None)
+    strict = load_world_model(tiny_correct_model, page_memory=False, threads=1, margin=1e9)
+    free.predict(items)
+    assert all(m is None for m in free.last_margins)  # no margin: nothing is scored
+    texts = strict.predict(items)
+    checked = [m for m in strict.last_margins if m is not None]
+    assert len(checked) == sum(r.strip() != "[State change]\n[Edits]" for r in strict.last_replies)
+    # An unreachable margin keeps every guess: the pages are the nearest neighbour's.
+    for r, text, want in zip(test, texts, nn.predict(items), strict=True):
+        got, _, _ = apply_delta_text(r["obs"], text, r["action"])
+        ref, _, _ = apply_delta_text(r["obs"], want, r["action"])
+        assert got["axtree"] == ref["axtree"] and got["url"] == ref["url"]
