@@ -303,14 +303,16 @@ class LMWorldModel:
         gens = self.generator.generate(prompts, max_new_tokens=self.max_new_tokens, stop=[END], **kwargs)
         out, self.last_stats, self.last_errors, self.last_margins = [], [], [], []
         self.last_replies = [g.text for g in gens]
-        for msgs, (_goal, obs, action), g, guess in zip(prompts, batch, gens, guesses, strict=True):
-            text = g.text.rstrip() + "\n" + END
+        texts = [g.text.rstrip() + "\n" + END for g in gens]
+        gaps: list[float | None] = [None] * len(texts)
+        if self.mode == "correct" and self.margin is not None:
+            ask = [i for i, t in enumerate(texts) if t.strip() != EMPTY_CORRECTION]
+            for i, gap in zip(ask, self.reply_gaps([(prompts[i], texts[i]) for i in ask]), strict=True):
+                gaps[i] = gap
+        for text, gap, (_goal, obs, action), g, guess in zip(texts, gaps, batch, gens, guesses, strict=True):
             err = None
-            gap = None
-            if self.mode == "correct" and self.margin is not None and text.strip() != EMPTY_CORRECTION:
-                gap = self.reply_gap(msgs, text)
-                if gap is not None and gap < self.margin:
-                    text = EMPTY_CORRECTION
+            if gap is not None and self.margin is not None and gap < self.margin:
+                text = EMPTY_CORRECTION
             self.last_margins.append(gap)
             if self.mode == "correct" and guess is not None:
                 text, err = apply_correction(obs, action, guess, text)
@@ -331,29 +333,50 @@ class LMWorldModel:
     def reply_gap(self, messages: list[dict[str, str]], reply: str) -> float | None:
         """log P(``reply``) - log P(the empty correction) under the LM given ``messages`` (teacher forcing);
         ``None`` when the generator is not an in-process transformers model."""
+        return self.reply_gaps([(messages, reply)])[0]
+
+    def reply_gaps(
+        self, pairs: Sequence[tuple[list[dict[str, str]], str]], chunk: int = 32
+    ) -> list[float | None]:
+        """:meth:`reply_gap` of many (messages, reply) pairs, scored in padded batches of ``chunk``
+        sequences (the reply and the empty correction of each pair)."""
         model, tok = getattr(self.generator, "model", None), getattr(self.generator, "tokenizer", None)
+        if not pairs:
+            return []
         if model is None or tok is None:
-            return None
+            return [None] * len(pairs)
         import torch
 
         from lynn.lm.tokenizer import encode_chat
 
-        prefix = encode_chat(tok, messages, add_generation_prompt=True)
-
-        def logp(text: str) -> float:
-            ids = encode_chat(
-                tok, [*messages, {"role": "assistant", "content": text}], add_generation_prompt=False
+        seqs: list[tuple[list[int], int]] = []  # (ids, prompt length) per scored sequence
+        for messages, reply in pairs:
+            n = len(encode_chat(tok, messages, add_generation_prompt=True))
+            for text in (reply, EMPTY_CORRECTION):
+                msgs = [*messages, {"role": "assistant", "content": text}]
+                seqs.append((encode_chat(tok, msgs, add_generation_prompt=False), n))
+        pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+        scores: list[float] = []
+        for k in range(0, len(seqs), chunk):
+            part = seqs[k : k + chunk]
+            width = max(len(ids) for ids, _ in part)
+            x = torch.tensor([ids + [pad] * (width - len(ids)) for ids, _ in part], device=model.device)
+            mask = torch.tensor(
+                [[1] * len(ids) + [0] * (width - len(ids)) for ids, _ in part], device=model.device
             )
-            if ids[: len(prefix)] != prefix or len(ids) <= len(prefix):
-                return float("nan")
-            x = torch.tensor([ids], device=model.device)
             with torch.no_grad():
-                lp = torch.log_softmax(model(x).logits[0, :-1].float(), -1)
-            tgt = x[0, 1:]
-            return float(lp[torch.arange(len(prefix) - 1, len(ids) - 1), tgt[len(prefix) - 1 :]].sum())
-
-        gap = logp(reply) - logp(EMPTY_CORRECTION)
-        return None if gap != gap else gap
+                lp = torch.log_softmax(model(input_ids=x, attention_mask=mask).logits[:, :-1].float(), -1)
+            for row, (ids, n) in enumerate(part):
+                if len(ids) <= n:
+                    scores.append(float("nan"))
+                    continue
+                pos = torch.arange(n - 1, len(ids) - 1, device=model.device)
+                scores.append(float(lp[row, pos, x[row, n : len(ids)]].sum()))
+        out: list[float | None] = []
+        for i in range(len(pairs)):
+            gap = scores[2 * i] - scores[2 * i + 1]
+            out.append(None if gap != gap else gap)
+        return out
 
     def close(self) -> None:
         self.generator.close()
