@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from lynn.lm.backends import Generation, Generator, Prompt
+from lynn.lm.backends import Generation, Generator, Prompt, encode_prompt, eos_token_ids
 
 __all__ = ["IdGenerator", "RolloutWorker", "WorkerFactory"]
 
@@ -44,18 +44,11 @@ class IdGenerator(Generator):
         self.model, self.tokenizer, self.torch = model, tokenizer, torch
         self.batch_size = batch_size
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-        ids = {tokenizer.eos_token_id, getattr(model.generation_config, "eos_token_id", None)}
-        self.eos_ids = sorted(
-            i for x in ids for i in (x if isinstance(x, list) else [x]) if isinstance(i, int)
-        )
+        self.eos_ids = eos_token_ids(tokenizer, model)
         self.context = int(getattr(model.config, "max_position_embeddings", 2048))
 
     def encode(self, prompt: Prompt) -> list[int]:
-        if isinstance(prompt, str):
-            return list(self.tokenizer(prompt, add_special_tokens=False)["input_ids"])
-        from lynn.lm.tokenizer import encode_chat
-
-        return encode_chat(self.tokenizer, prompt, add_generation_prompt=True)
+        return encode_prompt(self.tokenizer, prompt)
 
     def count_tokens(self, prompt: Prompt) -> int:
         return len(self.encode(prompt))
