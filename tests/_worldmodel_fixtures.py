@@ -6,6 +6,7 @@ from them, and a tiny LM world model trained in seconds."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,23 +42,22 @@ def memory_model(web_data: dict[str, Path], tmp_path_factory: pytest.TempPathFac
 
 @pytest.fixture(scope="session")
 def tiny_world_model(web_data: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _train_tiny(web_data, tmp_path_factory.mktemp("wm_tiny_lm"), reply_tokens=128, epochs=1)
+
+
+def _train_tiny(web_data: dict[str, Path], out: Path, **config: Any) -> Path:
+    """A tiny LM world model trained in seconds on the session's episodes (``config`` on top)."""
     from lynn.envs.worldmodel.train import WorldModelConfig, train_world_model
 
-    out = tmp_path_factory.mktemp("wm_tiny_lm")
+    base = dict(
+        kind="lm", size="tiny", context=512, max_minutes=0.3, vocab_size=512, progress=False, threads=1
+    )
     train_world_model(
         WorldModelConfig(
             data=[str(web_data["train"]), str(web_data["test"])],
             out=str(out),
-            kind="lm",
-            size="tiny",
-            context=512,
-            reply_tokens=128,
-            epochs=1,
-            max_minutes=0.3,
-            vocab_size=512,
-            progress=False,
-            threads=1,
             heldout=[],
+            **{**base, **config},
         )
     )
     return out
@@ -67,24 +67,6 @@ def tiny_world_model(web_data: dict[str, Path], tmp_path_factory: pytest.TempPat
 def tiny_correct_model(web_data: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny ``correct``-mode LM world model (it corrects the transferred nearest-neighbour Δ in its
     prompt), trained in seconds on the session's train episodes."""
-    from lynn.envs.worldmodel.train import WorldModelConfig, train_world_model
-
-    out = tmp_path_factory.mktemp("wm_tiny_correct")
-    train_world_model(
-        WorldModelConfig(
-            data=[str(web_data["train"]), str(web_data["test"])],
-            out=str(out),
-            kind="lm",
-            size="tiny",
-            mode="correct",
-            context=512,
-            reply_tokens=96,
-            epochs=2,
-            max_minutes=0.3,
-            vocab_size=512,
-            progress=False,
-            threads=1,
-            heldout=[],
-        )
+    return _train_tiny(
+        web_data, tmp_path_factory.mktemp("wm_tiny_correct"), mode="correct", reply_tokens=96, epochs=2
     )
-    return out

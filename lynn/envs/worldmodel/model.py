@@ -87,20 +87,25 @@ def world_prompt(goal: str, obs: dict[str, Any], action: str, similar: str | Non
     """The chat messages the world model reads for one step (see the module docstring)."""
     ax = str(obs.get("axtree", ""))
     page = strip_frame(ax, page_frame(ax))
+    user = _step_header(goal, obs, action, similar) + f"Page:\n{page}"
+    return [{"role": "system", "content": WM_SYSTEM}, {"role": "user", "content": user}]
+
+
+def _step_header(goal: str, obs: dict[str, Any], action: str, similar: str | None) -> str:
+    """The lines every world-model prompt starts with: goal, URL, title, action, its element, the
+    retrieved neighbour's Δ."""
+    ax = str(obs.get("axtree", ""))
     bid = action_target(action)
     target, link = element_block(ax, bid) if bid else ("", "")
     element = (target or "none") + (f" (/url: {link})" if link else "")
-    sim = (similar or "none")[:SIMILAR_CHARS]
-    user = (
+    return (
         f"Goal: {goal}\n"
         f"URL: {relative_url(str(obs.get('url', '')), str(obs.get('url', '')))}\n"
         f"Title: {obs.get('title', '')}\n"
         f"Action: {action}\n"
         f"Element: {element}\n"
-        f"Similar:\n{sim}\n"
-        f"Page:\n{page}"
+        f"Similar:\n{(similar or 'none')[:SIMILAR_CHARS]}\n"
     )
-    return [{"role": "system", "content": WM_SYSTEM}, {"role": "user", "content": user}]
 
 
 #: Prompt/reply modes of an LM world model: ``full`` (the reply is the whole Δ of o_t) and ``correct``
@@ -139,20 +144,12 @@ def correction_prompt(
     (:meth:`~lynn.envs.worldmodel.baselines.NearestNeighbourModel.transferred`), and — the documented cut of
     o_t — only the page lines within ``radius`` of the acted-on element (``Lines: I-J`` gives their
     indices), not the whole page."""
-    ax = str(obs.get("axtree", ""))
-    bid = action_target(action)
-    target, link = element_block(ax, bid) if bid else ("", "")
-    element = (target or "none") + (f" (/url: {link})" if link else "")
     lo, near = near_lines(obs, action, radius)
     user = (
-        f"Goal: {goal}\n"
-        f"URL: {relative_url(str(obs.get('url', '')), str(obs.get('url', '')))}\n"
-        f"Title: {obs.get('title', '')}\n"
-        f"Action: {action}\n"
-        f"Element: {element}\n"
-        f"Similar:\n{(similar or 'none')[:SIMILAR_CHARS]}\n"
-        f"Lines: {lo}-{lo + len(near) - 1}\n"
-        f"Page:\n" + "\n".join(near)
+        _step_header(goal, obs, action, similar)
+        + f"Lines: {lo}-{lo + len(near) - 1}\n"
+        + "Page:\n"
+        + "\n".join(near)
     )
     return [{"role": "system", "content": CORRECT_SYSTEM}, {"role": "user", "content": user}]
 
