@@ -32,26 +32,8 @@ class _Fixed:
         pass
 
 
-class _Cheat:
-    """Reads the hidden digit, so it always wins."""
-
-    name = "cheat"
-
-    def __init__(self, env, **kw) -> None:
-        self.env = env
-
-    def reset(self, seed=None) -> None:
-        pass
-
-    def act(self, obs, info):
-        return self.env.unwrapped.target
-
-    def observe(self, *a) -> None:
-        pass
-
-
 FIXED = "tests.eval.test_leaderboard_variants:_Fixed"
-CHEAT = "tests.eval.test_leaderboard_variants:_Cheat"
+CHEAT = "tests.eval.test_leaderboard:_Oracle"  # reads the hidden digit, so it always wins
 
 
 def _eval(
