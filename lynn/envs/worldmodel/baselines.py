@@ -19,11 +19,13 @@ Every world model here has the interface the env uses: ``predict(batch) -> list[
 
 from __future__ import annotations
 
+import ast
 import copy
 import difflib
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
+from urllib.parse import quote_plus
 
 from lynn.envs.worldmodel.delta import (
     Delta,
@@ -191,11 +193,27 @@ class NearestNeighbourModel:
             context_strings(row.get("goal", ""), row["obs"], row["action"]),
             context_strings(goal, obs, action),
         )
+        lines = strip_frame(str(obs.get("axtree", "")), page_frame(str(obs.get("axtree", "")))).split("\n")
         if subs:
             d.title = _substitute(d.title, subs) if d.title is not None else None
             d.summary = _substitute(d.summary, subs)
             for h in d.hunks:
                 h.added = [_substitute(x, subs) for x in h.added]
+                # The anchor too, when this page has the substituted line (a selected option's name).
+                if h.anchor is not None and h.anchor not in lines:
+                    h.anchor = _substitute(h.anchor, subs)
+        d.url = _transfer_query(d.url, cur_link, row, obs, subs)
+        if page is None:
+            nb_ax = str(row["obs"].get("axtree", ""))
+            reanchor(d, strip_frame(nb_ax, page_frame(nb_ax)).split("\n"), lines)
+            chosen = selected(obs, action) if _ACT_NAME.match(row["action"] or "") else None
+            if chosen is not None and _ACT_NAME.match(row["action"]).group(1) == "select_option":
+                # The neighbour chose an option of its list in place: choose this step's option here.
+                summary, title, url = d.summary, d.title, d.url
+                d = compute_delta(obs, action, dict(obs, axtree=chosen))
+                d.summary, d.title, d.url = summary, title, url
+                for h in d.hunks:
+                    h.removed = None
         return d
 
     def predict(self, batch: Sequence[Item]) -> list[str]:
@@ -283,6 +301,7 @@ _QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
 _FIELD_VALUE = re.compile(r'^\s*\[[^\]]+\] (textbox|searchbox|spinbutton) "([^"]*)": (.+)$')
 _GOAL_VALUE = re.compile(r"“([^”]+)”|\"([^\"]+)\"|'([^']{2,})'|(\$?\d+(?:[.,]\d+)+|\$\d+)")
 _CONTAINERS = ("row", "listitem", "article")
+_ANY_FIELD = re.compile(r'^\s*\[[^\]]+\] (textbox|searchbox|spinbutton|combobox) "([^"]*)"[^:]*:?(?: (.+))?$')
 
 
 def context_strings(goal: str, obs: dict[str, Any], action: str) -> dict[tuple, str]:
@@ -322,10 +341,133 @@ def context_strings(goal: str, obs: dict[str, Any], action: str) -> dict[tuple, 
         m = _FIELD_VALUE.match(x)
         if m:
             out[("field", m.group(1), m.group(2))] = m.group(3).strip()
+    value = action_value(action)
+    if value:
+        out[("value",)] = value
     for k, m in enumerate(_GOAL_VALUE.finditer(goal or "")):
         v = next(g for g in m.groups() if g)
         out[("goal", k)] = v
     return out
+
+
+def _fields(obs: dict[str, Any]) -> dict[str, str]:
+    """Form fields' values by name, empty ones included: text fields, and a combobox's selected option."""
+    out: dict[str, str] = {}
+    box = None
+    for x in str(obs.get("axtree", "")).split("\n"):
+        m = _ANY_FIELD.match(x)
+        if m:
+            box = None
+            if m.group(1) == "combobox":
+                box = m.group(2)
+            else:
+                out[m.group(2)] = (m.group(3) or "").strip().removeprefix('"').removesuffix('"')
+        elif box is not None and x.lstrip().startswith("option ") and x.rstrip().endswith("[selected]"):
+            q = _QUOTED.search(x)
+            out[box] = q.group(1) if q else ""
+    return out
+
+
+def _transfer_query(
+    url: str | None, cur_link: str, row: dict[str, Any], obs: dict[str, Any], subs: list[tuple[str, str]]
+) -> str | None:
+    """The neighbour's next URL with this step's path where the neighbour only added a query to its own
+    page (a sort or filter form), and the query's values those of this page's fields (URL-encoded)."""
+    if url is None or url == cur_link or "?" not in url:
+        return url
+    path, _, query = url.partition("?")
+    nb_path = relative_url(str(row["obs"].get("url", "")), str(row["obs"].get("url", ""))).partition("?")[0]
+    cur_path = relative_url(str(obs.get("url", "")), str(obs.get("url", ""))).partition("?")[0]
+    if path == nb_path:
+        path = cur_path
+    nb_f, cur_f = _fields(row["obs"]), _fields(obs)
+    pairs = [(a, b) for a, b in subs] + [
+        (v, cur_f[k]) for k, v in nb_f.items() if k in cur_f and v and v != cur_f[k]
+    ]
+    parts = []
+    for kv in query.split("&"):
+        k, eq, v = kv.partition("=")
+        for a, b in pairs:
+            if v == quote_plus(a):
+                v = quote_plus(b)
+                break
+        parts.append(k + eq + v)
+    return path + "?" + "&".join(parts)
+
+
+def selected(obs: dict[str, Any], action: str) -> str | None:
+    """This page with ``select_option``'s option marked ``[selected]`` in its list (the others not), or
+    ``None`` for another action or an option the list does not have."""
+    m = _ACT_NAME.match(action or "")
+    value, bid = action_value(action), action_target(action)
+    if not m or m.group(1) != "select_option" or not value or not bid:
+        return None
+    lines = str(obs.get("axtree", "")).split("\n")
+    at = next((i for i, x in enumerate(lines) if x.lstrip().startswith(f"[{bid}] ")), None)
+    if at is None:
+        return None
+    depth = len(lines[at]) - len(lines[at].lstrip())
+    end = at + 1
+    while end < len(lines) and len(lines[end]) - len(lines[end].lstrip()) > depth:
+        end += 1
+    opts = [i for i in range(at + 1, end) if lines[i].lstrip().startswith("option ")]
+    names = {i: (_QUOTED.search(lines[i]) or [None, None])[1] for i in opts}
+    if value not in names.values():
+        return None
+    for i in opts:
+        bare = lines[i].removesuffix(" [selected]")
+        lines[i] = bare + " [selected]" if names[i] == value else bare
+    return "\n".join(lines)
+
+
+def action_value(action: str) -> str:
+    """The value an action types or selects (``fill('e16', 'blue kettle')`` -> ``blue kettle``), else ``""``."""
+    m = _ACT_NAME.match(action or "")
+    if not m or m.group(1) not in ("fill", "select_option", "type"):
+        return ""
+    try:
+        args = ast.literal_eval("(" + action[m.end() :].rstrip().removesuffix(")") + ",)")
+    except (ValueError, SyntaxError):
+        return ""
+    value = args[1] if len(args) > 1 else ""
+    return value if isinstance(value, str) else (value[0] if value and isinstance(value[0], str) else "")
+
+
+_ANY_ID = re.compile(r"\[(?:f\d+)?e(\d+)\]")
+
+
+def _no_ids(line: str) -> str:
+    return _ANY_ID.sub("[e]", line)
+
+
+def reanchor(d: Delta, nb_lines: list[str], lines: list[str]) -> None:
+    """Land the neighbour's hunks on this page when its page is laid out a little differently: an anchor
+    not on this page is looked for without element ids (the same heading under another id, the header
+    having more or fewer elements), the hunk moves there and its written ids shift by the difference
+    (a new document numbers in page order); a hunk that removed the neighbour's page to its end removes
+    this page to its end. Hunks that still do not land are left for :func:`apply_delta` to report."""
+    bare = [_no_ids(x) for x in lines]
+    pos = 0
+    for h in d.hunks:
+        to_end = h.start + h.count == len(nb_lines)
+        if h.anchor is not None and h.anchor not in lines[pos:]:
+            key = _no_ids(h.anchor)
+            cands = [i for i in range(pos, len(lines)) if bare[i] == key]
+            if cands:
+                at = min(cands, key=lambda i: abs(i - h.start))
+                a, b = _ANY_ID.search(h.anchor), _ANY_ID.search(lines[at])
+                shift = int(b.group(1)) - int(a.group(1)) if a and b else 0
+                if shift:
+                    h.added = [
+                        _ANY_ID.sub(
+                            lambda m, s=shift: f"[{m.group(0)[1:-1].split('e')[0]}e{int(m.group(1)) + s}]", x
+                        )
+                        for x in h.added
+                    ]
+                h.start, h.anchor = at, lines[at]
+        if to_end and h.start <= len(lines):
+            h.count = len(lines) - h.start
+        pos = min(h.start + h.count, len(lines))
 
 
 def substitutions(nb: dict[tuple, str], cur: dict[tuple, str]) -> list[tuple[str, str]]:

@@ -80,6 +80,8 @@ def main(argv: list[str] | None = None) -> None:
     models: list[tuple[str, Any]] = [
         ("copy", CopyModel()),
         ("nearest", NearestNeighbourModel(train)),
+        # The literal baseline: the neighbour's Δ as retrieved (ids and a kept URL made relative).
+        ("nearest (no transfer)", NearestNeighbourModel(train, transfer=False)),
         ("memory", MemoryModel(train)),
     ]
     if args.model:

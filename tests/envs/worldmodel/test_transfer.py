@@ -116,3 +116,91 @@ def test_a_reload_is_carried_over_as_edits_with_ids_renumbered() -> None:
     assert edit_transfer(cur, {**nb, "next_obs": {**nb["next_obs"], "axtree": nb["obs"]["axtree"]}}) is None
     other = click_result("Cobalt Eco Mouse", 24, "$134.96")
     assert edit_transfer(other["obs"], other) is None
+
+
+def _with_header(axtree: str, extra: int, frame: str) -> str:
+    """``axtree`` with ``extra`` header links before it and every id after them shifted by ``extra``."""
+    import re
+
+    shifted = re.sub(
+        r"\[(f\d+)?e(\d+)\]", lambda m: f"[{m.group(1) or ''}e{int(m.group(2)) + extra}]", axtree
+    )
+    header = [f'[{frame}e{k + 1}] link "Header {k}":' for k in range(extra)]
+    return "\n".join([*header, shifted])
+
+
+def test_a_hunk_lands_under_another_id_and_its_ids_shift_with_the_page() -> None:
+    # The neighbour's site header had two more elements than this page's, so its main content sits two
+    # ids and two lines further on; its Δ still opens this step's product page, ids as this page numbers them.
+    nb = click_result("Cobalt Eco Mouse", 24, "$134.96")
+    nb["obs"]["axtree"] = _with_header(nb["obs"]["axtree"], 2, "f1")
+    nb["next_obs"]["axtree"] = _with_header(nb["next_obs"]["axtree"], 2, "f2")
+    nb["action"] = "click('f1e9')"
+    cur = click_result("Halcyon Smart Notebook", 147, "$11.64")
+    item = (cur["goal"], cur["obs"], cur["action"])
+    (text,) = NearestNeighbourModel([nb]).predict([item])
+    pred, err, _ = apply_delta_text(cur["obs"], text, cur["action"])
+    assert err is None
+    assert pred["axtree"] == cur["next_obs"]["axtree"] and pred["url"] == cur["next_obs"]["url"]
+    # Without the transfer the hunk's anchor is not on this page and its index runs past the page's end.
+    (plain,) = NearestNeighbourModel([nb], transfer=False).predict([item])
+    assert "does not apply" in (apply_delta_text(cur["obs"], plain, cur["action"])[1] or "")
+
+
+def _form(frame: str, typed: str, sort: str) -> str:
+    opts = [
+        f'          option "{o}"' + (" [selected]" if o == sort else "") for o in ("new", "top", "comments")
+    ]
+    return "\n".join(
+        [
+            f"[{frame}e1] generic [active]:",
+            f'  [{frame}e2] form "Filter":',
+            f'    [{frame}e3] textbox "Search": {typed}' if typed else f'    [{frame}e3] textbox "Search"',
+            f'    [{frame}e4] combobox "Sort by":',
+            *opts,
+            f'    [{frame}e5] button "Apply"',
+        ]
+    )
+
+
+def test_the_typed_value_and_the_selected_option_are_this_steps() -> None:
+    def fill(typed: str) -> dict:
+        return {
+            "goal": "",
+            "obs": obs("/f/diy", "DIY", _form("f1", "", "new")),
+            "action": f"fill('f1e3', '{typed}')",
+            "next_obs": obs("/f/diy", "DIY", _form("f1", typed, "new")),
+        }
+
+    nb, cur = fill("gravel routes"), fill("bike fitting")
+    (text,) = NearestNeighbourModel([nb]).predict([(cur["goal"], cur["obs"], cur["action"])])
+    assert apply_delta_text(cur["obs"], text, cur["action"])[0]["axtree"] == cur["next_obs"]["axtree"]
+
+    def select(option: str) -> dict:
+        return {
+            "goal": "",
+            "obs": obs("/f/diy", "DIY", _form("f1", "", "new")),
+            "action": f"select_option('f1e4', '{option}')",
+            "next_obs": obs("/f/diy", "DIY", _form("f1", "", option)),
+        }
+
+    nb, cur = select("comments"), select("top")
+    (text,) = NearestNeighbourModel([nb]).predict([(cur["goal"], cur["obs"], cur["action"])])
+    assert apply_delta_text(cur["obs"], text, cur["action"])[0]["axtree"] == cur["next_obs"]["axtree"]
+
+
+def test_a_filter_forms_query_takes_this_pages_path_and_field_values() -> None:
+    def apply(forum: str, typed: str, sort: str) -> dict:
+        return {
+            "goal": "",
+            "obs": obs(f"/f/{forum}", forum, _form("f1", typed, sort)),
+            "action": "click('f1e5')",
+            "next_obs": obs(
+                f"/f/{forum}?q={typed.replace(' ', '+')}&sort={sort}", forum, _form("f2", typed, sort)
+            ),
+        }
+
+    nb, cur = apply("programming", "rust tips", "top"), apply("diy", "shelf brackets", "comments")
+    (text,) = NearestNeighbourModel([nb]).predict([(cur["goal"], cur["obs"], cur["action"])])
+    pred = apply_delta_text(cur["obs"], text, cur["action"])[0]
+    assert pred["url"] == cur["next_obs"]["url"]
