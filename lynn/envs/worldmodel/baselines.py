@@ -10,7 +10,10 @@ Every world model here has the interface the env uses: ``predict(batch) -> list[
   current step (``transfer=True``, :meth:`~NearestNeighbourModel.transferred`): the current link's URL
   where the neighbour followed its link, the neighbour's element/row/field/goal strings replaced by the
   current ones, and a neighbour that reloaded its page with few changes carried over as *edits* of the
-  current page (:func:`edit_transfer`) rather than as its own page.
+  current page (:func:`edit_transfer`) rather than as its own page. Its hunks land on a page laid out a
+  little differently (:func:`reanchor`: the anchor found under another element id, the written ids
+  shifted with it), a typed or selected value is this step's (:func:`action_value`, :func:`selected`),
+  and a filter or sort form's query keeps this page's path and takes its fields' values.
 - :class:`PageMemory` keeps every page seen in training keyed by its URL (latest version wins). As a
   model on its own (:class:`MemoryModel`) it reads the next URL off the page (a link's ``/url:``, a
   ``goto``'s argument), answers with the remembered page when there is one, and falls back to the
