@@ -3,7 +3,7 @@
 The held-out templates (:data:`lynn.envs.worldmodel.data.HELDOUT_TEMPLATES`) are removed first; the
 remaining train templates (sorted) are dealt into 4 folds (``temps[k::4]``); each fold is scored by a
 model fitted on the other three, exactly as the bench fits it (``UNSEEN_SHARE``, seed 0 for the fit,
-seed 1 for the scored examples). Prints the dev accuracy over all folds and per example kind::
+seeds 1..3 for the scored examples, each template drawn on its own). Prints the dev accuracy over all folds and per example kind::
 
     .venv/bin/python benchmarks/reward_dev.py --train /work/data/web_train --test /work/data/test_web \\
         --eps /tmp/wm2/eps /tmp/wm2/eps01_train /tmp/wm2/eps01_test /tmp/wm2/rand_train /tmp/wm2/rand_test
@@ -25,8 +25,12 @@ def dev_split(
     folds: int = 4,
     drop: frozenset[str] = frozenset(),
     unseen: float | None = None,
+    seeds: int = 3,
 ) -> dict[str, Any]:
-    """Leave-templates-out accuracy of the reward model over ``folds`` folds of ``rows``' templates."""
+    """Leave-templates-out accuracy of the reward model over ``folds`` folds of ``rows``' templates.
+
+    ``seeds``: each dev template's examples are drawn with seeds 1..``seeds`` (the corrupted answers and
+    truncation points are random draws; more seeds, less noise in the comparison)."""
     import lynn.envs.worldmodel.reward_model as R
     from lynn.envs.worldmodel.data import template_of
 
@@ -48,23 +52,21 @@ def dev_split(
         dv = [r for r in rows if template_of(r["task_id"]) in dev_t]
         sh = R.answer_shapes(tr)
         rm = R.RewardModel.fit(strip(R.reward_examples(tr, kinds, 0, sh, unseen=share)), kinds, shapes=sh)
-        for f, y, why in strip(R.reward_examples(dv, kinds, 1, sh)):
-            good = (rm.score_features(f) >= rm.threshold) == bool(y)
-            tot[why] += 1
-            ok[why] += good
-            if not good:
-                miss[f"{template_of_kind(f)}:{why}"] += 1
+        for t in sorted(dev_t):
+            mine = [r for r in dv if template_of(r["task_id"]) == t]
+            ex = [e for seed in range(1, seeds + 1) for e in R.reward_examples(mine, kinds, seed, sh)]
+            for f, y, why in strip(ex):
+                good = (rm.score_features(f) >= rm.threshold) == bool(y)
+                tot[why] += 1
+                ok[why] += good
+                if not good:
+                    miss[f"{t} ({kinds.get(t, 'info')}): {why}"] += 1
     return {
         "accuracy": sum(ok.values()) / max(1, sum(tot.values())),
         "n": sum(tot.values()),
         "by_kind": {k: f"{ok[k]}/{tot[k]}" for k in tot},
         "misses": dict(miss.most_common()),
     }
-
-
-def template_of_kind(f: dict[str, float]) -> str:
-    """The task kind a crossed feature vector was built for (its ``<kind>*bias`` is 1)."""
-    return next((k for k in ("info", "modify", "nav") if f.get(f"{k}*bias")), "?")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -76,15 +78,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--eps", nargs="*", default=[], help="`lynn collect --epsilon` outputs (real failures)")
     ap.add_argument("--drop", default="", help="comma list of base feature names to leave out")
     ap.add_argument("--unseen", type=float, default=None, help="override UNSEEN_SHARE")
+    ap.add_argument("--seeds", type=int, default=3, help="draws of the dev examples (seeds 1..N)")
     ap.add_argument("--json", help="write the result here")
     args = ap.parse_args(argv)
     rows = training_split(read_transitions(args.train, args.test))
     if args.eps:
         rows += training_split(read_transitions(*args.eps))
-    res = dev_split(rows, drop=frozenset(filter(None, args.drop.split(","))), unseen=args.unseen)
+    res = dev_split(
+        rows, drop=frozenset(filter(None, args.drop.split(","))), unseen=args.unseen, seeds=args.seeds
+    )
     print(f"dev (unseen train templates, 4 folds) accuracy {res['accuracy']:.3f} of {res['n']}")
     print("by example kind:", res["by_kind"])
-    print("misses (task kind: example kind):", res["misses"])
+    print("misses (template (kind): example kind):", json.dumps(res["misses"], indent=0))
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(res, fh, indent=1)

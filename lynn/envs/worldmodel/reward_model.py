@@ -33,7 +33,7 @@ import re
 from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote_plus
+from urllib.parse import unquote_plus, urlsplit
 
 from lynn.envs.worldmodel.baselines import element_block
 from lynn.envs.worldmodel.data import episodes, template_of
@@ -71,6 +71,14 @@ BASE_FEATURES = (
     "goal_values_in_title_url",
     "confirm_words_url",
     "goal_values_left_page",
+    # Trajectory-aware (fourth pass): how the episode got to its final page.
+    "goal_values_typed",
+    "last_step_new_url",
+    "status_line",
+    "status_new",
+    "goal_link_followed",
+    "goal_link_pending",
+    "answer_counts_items",
 )
 #: Roles whose name is an input or a command, not content: an answer found only there is a UI string.
 _CONTROLS = frozenset(
@@ -146,6 +154,134 @@ def _words(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
+#: Actions that type or choose a value into a form field (their second argument is the value).
+_EDIT = re.compile(r"""^\s*(fill|select_option|type)\(\s*(['"])[^'"]*\2\s*,\s*(['"])(.*)\3""", re.S)
+#: Page lines of a flash message: the ``status``/``alert`` role (``[e21] status: Vote recorded``).
+_STATUS = re.compile(r"^\s*(?:\[[^\]]+\] )?(?:status|alert)\b:?\s*(.*)$")
+#: Landmarks whose links are the site's chrome (the same on every page), not the page's content.
+_CHROME = ("banner", "navigation", "contentinfo")
+_LINE = re.compile(r"^(\s*)(?:\[[^\]]+\] )?([a-zA-Z]+)(?: \"((?:[^\"\\]|\\.)*)\")?")
+
+
+def acted_steps(steps: Sequence[tuple[dict[str, Any], str]]) -> list[tuple[dict[str, Any], str]]:
+    """The steps that act on the page: ``send_msg_to_user``/``report_infeasible`` left out (the env's
+    history ends with the stop action on the final page; a truncated run has none)."""
+    return [(o, a) for o, a in steps if not _STOP.match(a or "")]
+
+
+def page_links(axtree: str) -> list[tuple[str, str, bool]]:
+    """(link name, its ``/url:``, whether it is in the site's chrome: banner/navigation/footer) of a page."""
+    out: list[tuple[str, str, bool]] = []
+    stack: list[tuple[int, str]] = []  # (indent, role) of the open ancestors
+    pending: tuple[int, str, bool] | None = None  # a link line waiting for its /url
+    for line in axtree.split("\n"):
+        s = line.lstrip()
+        ind = len(line) - len(s)
+        if s.startswith("/url: "):
+            if pending is not None and ind > pending[0]:
+                out.append((pending[1], s[len("/url: ") :].strip(), pending[2]))
+            pending = None
+            continue
+        m = _LINE.match(line)
+        if not m:
+            continue
+        while stack and stack[-1][0] >= ind:
+            stack.pop()
+        role = m.group(2)
+        chrome = any(r in _CHROME for _, r in stack) or role in _CHROME
+        pending = (ind, m.group(3) or "", chrome) if role == "link" else None
+        stack.append((ind, role))
+    return out
+
+
+def _path(url: str) -> str:
+    return urlsplit(url).path.rstrip("/") or "/"
+
+
+def _named_by(name: str, goal_words: set[str]) -> bool:
+    """Every word of a link's name is a word of the goal (``Everly Deluxe Pet Bed``, ``f/books``)."""
+    w = _words(name)
+    return bool(w) and any(len(x) > 2 for x in w) and all(x in goal_words for x in w)
+
+
+def _status_lines(page: str) -> list[str]:
+    return [m.group(1).strip() for line in page.split("\n") if (m := _STATUS.match(line))]
+
+
+def _sibling_counts(page: str) -> set[int]:
+    """Sizes of the groups of same-role siblings of a page (``listitem`` x 12, ``row`` x 4, ...), and
+    each table's rows less its header row."""
+    counts: dict[tuple[int, int, str], int] = {}
+    stack: list[int] = []  # line numbers of the open ancestors, by indentation
+    inds: list[int] = []
+    for i, line in enumerate(page.split("\n")):
+        m = _LINE.match(line)
+        if not m or line.lstrip().startswith("/url:"):
+            continue
+        ind = len(m.group(1))
+        while inds and inds[-1] >= ind:
+            inds.pop()
+            stack.pop()
+        parent = stack[-1] if stack else -1
+        key = (parent, ind, m.group(2))
+        counts[key] = counts.get(key, 0) + 1
+        stack.append(i)
+        inds.append(ind)
+    out = set(counts.values())
+    out |= {n - 1 for (_, _, role), n in counts.items() if role == "row" and n > 1}
+    return out
+
+
+def trajectory_features(
+    goal: str, steps: Sequence[tuple[dict[str, Any], str]], final: dict[str, Any], answer: str
+) -> dict[str, float]:
+    """Features of how an episode reached its final page (the steps that act, :func:`acted_steps`).
+
+    - ``goal_values_typed``: share of the goal's quoted values and numbers typed into fields over the
+      episode;
+    - ``last_step_new_url``: the last action changed the URL (a navigation ended the episode);
+    - ``status_line`` / ``status_new``: the final page shows a flash message (``status``/``alert`` role) /
+      one that the page before the last action did not show;
+    - ``goal_link_followed``: the final URL is where a link named by the goal (every word of its name in
+      the goal) on an earlier page of the episode points;
+    - ``goal_link_pending``: the final page's content (not its banner or navigation) still holds a link
+      named by the goal that points elsewhere;
+    - ``answer_counts_items``: a count answer equals the size of a group of same-role siblings of the
+      final page (the rows or list items it counted).
+    """
+    acted = acted_steps(steps)
+    page = str(final.get("axtree", ""))
+    values = [v.strip("“”\"'").lower() for v in _VALUE.findall(goal)]
+    typed = [m.group(4).lower() for _, a in acted if (m := _EDIT.match(a))]
+    gw = set(_words(goal))
+    fin_path = _path(str(final.get("url", "")))
+    followed = any(
+        _named_by(name, gw) and _path(url) == fin_path
+        for o, _ in acted
+        for name, url, _ in page_links(str(o.get("axtree", "")))
+    )
+    pending = any(
+        _named_by(name, gw) and not chrome and _path(url) != fin_path
+        for name, url, chrome in page_links(page)
+    )
+    status = _status_lines(page)
+    before = str(acted[-1][0].get("axtree", "")) if acted else ""
+    ans = answer.strip()
+    return {
+        "goal_values_typed": (sum(any(v in t for t in typed) for v in values) / len(values))
+        if values
+        else 0.0,
+        "last_step_new_url": float(
+            bool(acted) and str(acted[-1][0].get("url", "")) != str(final.get("url", ""))
+        ),
+        "status_line": float(bool(status)),
+        "status_new": float(any(s and s not in before for s in status)),
+        "goal_link_followed": float(followed),
+        "goal_link_pending": float(pending),
+        "answer_counts_items": float(ans.isdigit() and int(ans) in _sibling_counts(page)),
+    }
+
+
 def features(
     goal: str,
     kind: str,
@@ -213,6 +349,7 @@ def features(
         if values
         else 0.0,
     }
+    base.update(trajectory_features(goal, steps, final, ans))
     out = dict(base)
     for k in KINDS:
         on = float(kind == k)
