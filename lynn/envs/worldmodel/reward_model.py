@@ -58,8 +58,6 @@ BASE_FEATURES = (
     "goal_words_in_title",
     "goal_words_in_url",
     "submits",
-    "confirm_words",
-    "steps",
     "infeasible",
     "answer_shape_seen",
     "answer_line_goal_words",
@@ -79,6 +77,8 @@ BASE_FEATURES = (
     "goal_link_followed",
     "goal_link_pending",
     "answer_counts_items",
+    "answer_in_content",
+    "answer_column_goal_word",
 )
 #: Roles whose name is an input or a command, not content: an answer found only there is a UI string.
 _CONTROLS = frozenset(
@@ -232,6 +232,71 @@ def _sibling_counts(page: str) -> set[int]:
     return out
 
 
+def _tree(page: str) -> list[tuple[str, int, int, bool, str]]:
+    """The page's lines as (line, indentation, parent line index or -1, in the site's chrome, role)."""
+    out: list[tuple[str, int, int, bool, str]] = []
+    stack: list[int] = []
+    for line in page.split("\n"):
+        s = line.lstrip()
+        ind = len(line) - len(s)
+        while stack and out[stack[-1]][1] >= ind:
+            stack.pop()
+        parent = stack[-1] if stack else -1
+        m = _LINE.match(line)
+        role = m.group(2) if m and not s.startswith("/url:") else ""
+        chrome = role in _CHROME or (parent >= 0 and out[parent][3])
+        out.append((line, ind, parent, chrome, role))
+        stack.append(len(out) - 1)
+    return out
+
+
+def answer_context_features(goal: str, page: str, answer: str) -> dict[str, float]:
+    """Where the answer stands on the final page, beyond its own line.
+
+    - ``answer_in_content``: the answer is a whole value of a line of the page's content (not only of its
+      banner, navigation or footer: a category named in the menu is on every page);
+    - ``answer_column_goal_word``: the answer is a table cell whose column header holds a goal word
+      (``Orders`` for "how many orders").
+    """
+    a = answer.strip()
+    zero = {"answer_in_content": 0.0, "answer_column_goal_word": 0.0}
+    if not a:
+        return zero
+    pat = _value_re(a)
+    nodes = _tree(page)
+    goal = {w for w in _words(goal) if len(w) > 3} - set(_words(a))
+    hits = [i for i, n in enumerate(nodes) if pat.search(n[0].lower())]
+    if not hits:
+        return zero
+    column = False
+    stem = {w.rstrip("s") for w in goal}
+    for i in (i for i in hits if not nodes[i][3]):
+        p = nodes[i][2]
+        # A cell: its position among the row's cells, and the header row's cell at that position.
+        cell = (
+            i
+            if nodes[i][4] in ("cell", "gridcell")
+            else p
+            if p >= 0 and nodes[p][4] in ("cell", "gridcell")
+            else -1
+        )
+        if cell >= 0 and nodes[cell][2] >= 0:
+            row = nodes[cell][2]
+            cells = [k for k, n in enumerate(nodes) if n[2] == row]
+            pos = cells.index(cell)
+            headers = [k for k, n in enumerate(nodes) if n[4] == "columnheader"]
+            table_headers = [k for k in headers if k < cell]
+            if table_headers:
+                head_row = nodes[table_headers[-1]][2]
+                hs = [k for k, n in enumerate(nodes) if n[2] == head_row]
+                if pos < len(hs) and stem & {w.rstrip("s") for w in _words(nodes[hs[pos]][0])}:
+                    column = True
+    return {
+        "answer_in_content": float(any(not nodes[i][3] for i in hits)),
+        "answer_column_goal_word": float(column),
+    }
+
+
 def trajectory_features(
     goal: str, steps: Sequence[tuple[dict[str, Any], str]], final: dict[str, Any], answer: str
 ) -> dict[str, float]:
@@ -321,8 +386,6 @@ def features(
         "goal_words_in_title": (sum(w in title_w for w in gw) / len(gw)) if gw else 0.0,
         "goal_words_in_url": (sum(w in url_w for w in gw) / len(gw)) if gw else 0.0,
         "submits": float(min(submits, 3)),
-        "confirm_words": float(bool(_CONFIRM.search(page))),
-        "steps": math.log1p(len(steps)),
         "infeasible": float(infeasible),
         # Where the answer stands: goal words beside it on its line ("Price: $11.64" for a price question),
         # and how much of it the goal already says (a random agent echoes the goal's product name).
@@ -350,6 +413,7 @@ def features(
         else 0.0,
     }
     base.update(trajectory_features(goal, steps, final, ans))
+    base.update(answer_context_features(goal, page, ans))
     out = dict(base)
     for k in KINDS:
         on = float(kind == k)
