@@ -265,7 +265,7 @@ def answer_context_features(goal: str, page: str, answer: str) -> dict[str, floa
     pat = _value_re(a)
     nodes = _tree(page)
     goal = {w for w in _words(goal) if len(w) > 3} - set(_words(a))
-    hits = [i for i, n in enumerate(nodes) if pat.search(n[0].lower())]
+    hits = [i for i, n in enumerate(nodes) if n[4] and pat.search(n[0].lower())]  # not /url lines
     if not hits:
         return zero
     column = False
@@ -333,7 +333,7 @@ def trajectory_features(
     before = str(acted[-1][0].get("axtree", "")) if acted else ""
     ans = answer.strip()
     return {
-        "goal_values_typed": (sum(any(v in t for t in typed) for v in values) / len(values))
+        "goal_values_typed": (sum(any(v.lstrip("$") in t for t in typed) for v in values) / len(values))
         if values
         else 0.0,
         "last_step_new_url": float(
