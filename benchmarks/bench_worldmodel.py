@@ -202,6 +202,7 @@ def main(argv: list[str] | None = None) -> int:
             "| accuracy on real failures |"
         )
         print("|---|---|---|---|---|---|---|---|")
+        misses: list[str] = []
         for vname, vtrain in variants:
             shapes = answer_shapes(vtrain)
             rm = RewardModel.fit(
@@ -214,11 +215,19 @@ def main(argv: list[str] | None = None) -> int:
                 fails = [e for e in ex if e[2] == "real failure"]
                 r["real_failures"] = len(fails)
                 r["real_failure_acc"] = evaluate_reward(rm, fails)["accuracy"] if fails else float("nan")
+                # Right / all by kind of example (expert, corrupted answer, truncated, real failure, ...).
+                by_why: dict[str, list[int]] = {}
+                for f, y, why in ex:
+                    by_why.setdefault(why, [0, 0])[0] += (rm.score_features(f) >= rm.threshold) == bool(y)
+                    by_why[why][1] += 1
+                r["by_example"] = {k: f"{a}/{n}" for k, (a, n) in by_why.items()}
                 figures[f"reward/{vname}/{set_name}"] = r
                 print(
                     f"| {vname} | {set_name} | {r['n']} | {r['positives']} | {len(fails)} | {r['accuracy']:.3f} "
                     f"| {r['auc']:.3f} | {r['real_failure_acc']:.3f} |"
                 )
+                misses.append(f"{vname} / {set_name}: {r['by_example']}")
+        print("right / all, by kind of example:\n" + "\n".join(misses))
     if "imagined" not in skip:
         # The expert's recorded test episodes replayed in imagination: success by the reward model on the
         # imagined final page, beside the real outcome of the same episodes (the LiveWeb evaluator's).
