@@ -645,6 +645,15 @@ class RewardModel:
                 f"no reward model at {p}; train one with `lynn train reward-model --data DIR --out DIR`"
             )
         d = json.loads(p.read_text())
+        stale = sorted({n.split("*")[-1] for n in d["names"]} - set(BASE_FEATURES))
+        if stale:
+            import warnings
+
+            warnings.warn(
+                f"{p} was trained on features this version no longer computes ({', '.join(stale)}): they "
+                "score as 0; retrain it with `lynn train reward-model --data DIR --out DIR`",
+                stacklevel=2,
+            )
         return cls(
             d["names"],
             d["coef"],

@@ -154,3 +154,9 @@ def test_fitted_model_ranks_completed_above_stopped(memory_model, web_data) -> N
             tid, goal, [*steps[:last], (ep[last]["obs"], ep[-1]["action"])], ep[last]["obs"], answer
         )
         assert full >= rm.threshold > stopped, (template, full, stopped)
+
+
+def test_a_model_with_features_no_longer_computed_warns(tmp_path) -> None:
+    RewardModel(["bias", "info*steps"], [0.0, 1.0], [0.0, 0.0], [1.0, 1.0]).save(tmp_path / "reward.json")
+    with pytest.warns(UserWarning, match="steps.*lynn train reward-model"):
+        RewardModel.load(tmp_path)
