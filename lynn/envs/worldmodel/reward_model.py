@@ -3,7 +3,12 @@
 A logistic regression over features a task's evaluator cares about (is the answer on the final page,
 are the goal's values and names on it, did the trajectory submit a form, did the page confirm, ...),
 each crossed with the task kind (``info`` / ``modify`` / ``nav``, from the LiveWeb task file), trained
-with scikit-learn and saved as plain JSON weights (``reward.json``; no pickle).
+with scikit-learn and saved as plain JSON weights (``reward.json``; no pickle). Besides the final page and
+the answer, :func:`trajectory_features` read how the episode got there (values typed into fields, the
+last step a navigation, a new flash message, the goal-named link followed or still pending) and
+:func:`answer_context_features` where the answer stands (the page's content, not its menus; a table
+column headed by a goal word). Features are chosen on a train-only split of whole train templates
+(``benchmarks/reward_dev.py``), so that they hold on templates never seen.
 
 **Training data** (:func:`reward_examples`), from ``lynn collect`` expert transitions:
 
