@@ -209,8 +209,9 @@ class NearestNeighbourModel:
         if page is None:
             nb_ax = str(row["obs"].get("axtree", ""))
             reanchor(d, strip_frame(nb_ax, page_frame(nb_ax)).split("\n"), lines)
-            chosen = selected(obs, action) if _ACT_NAME.match(row["action"] or "") else None
-            if chosen is not None and _ACT_NAME.match(row["action"]).group(1) == "select_option":
+            nb_act = _ACT_NAME.match(row["action"] or "")
+            chosen = selected(obs, action) if nb_act and nb_act.group(1) == "select_option" else None
+            if chosen is not None:
                 # The neighbour chose an option of its list in place: choose this step's option here.
                 summary, title, url = d.summary, d.title, d.url
                 d = compute_delta(obs, action, dict(obs, axtree=chosen))
@@ -384,9 +385,7 @@ def _transfer_query(
     if path == nb_path:
         path = cur_path
     nb_f, cur_f = _fields(row["obs"]), _fields(obs)
-    pairs = [(a, b) for a, b in subs] + [
-        (v, cur_f[k]) for k, v in nb_f.items() if k in cur_f and v and v != cur_f[k]
-    ]
+    pairs = list(subs) + [(v, cur_f[k]) for k, v in nb_f.items() if k in cur_f and v and v != cur_f[k]]
     parts = []
     for kv in query.split("&"):
         k, eq, v = kv.partition("=")
@@ -436,7 +435,7 @@ def action_value(action: str) -> str:
     return value if isinstance(value, str) else (value[0] if value and isinstance(value[0], str) else "")
 
 
-_ANY_ID = re.compile(r"\[(?:f\d+)?e(\d+)\]")
+_ANY_ID = re.compile(r"\[(f\d+)?e(\d+)\]")
 
 
 def _no_ids(line: str) -> str:
@@ -459,12 +458,10 @@ def reanchor(d: Delta, nb_lines: list[str], lines: list[str]) -> None:
             if cands:
                 at = min(cands, key=lambda i: abs(i - h.start))
                 a, b = _ANY_ID.search(h.anchor), _ANY_ID.search(lines[at])
-                shift = int(b.group(1)) - int(a.group(1)) if a and b else 0
+                shift = int(b.group(2)) - int(a.group(2)) if a and b else 0
                 if shift:
                     h.added = [
-                        _ANY_ID.sub(
-                            lambda m, s=shift: f"[{m.group(0)[1:-1].split('e')[0]}e{int(m.group(1)) + s}]", x
-                        )
+                        _ANY_ID.sub(lambda m, s=shift: f"[{m.group(1) or ''}e{int(m.group(2)) + s}]", x)
                         for x in h.added
                     ]
                 h.start, h.anchor = at, lines[at]

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote_plus, urlsplit
 
-from lynn.envs.worldmodel.baselines import element_block
+from lynn.envs.worldmodel.baselines import action_value, element_block
 from lynn.envs.worldmodel.data import episodes, template_of
 from lynn.envs.worldmodel.delta import action_target
 
@@ -160,7 +160,6 @@ def _words(text: str) -> list[str]:
 
 
 #: Actions that type or choose a value into a form field (their second argument is the value).
-_EDIT = re.compile(r"""^\s*(fill|select_option|type)\(\s*(['"])[^'"]*\2\s*,\s*(['"])(.*)\3""", re.S)
 #: Page lines of a flash message: the ``status``/``alert`` role (``[e21] status: Vote recorded``).
 _STATUS = re.compile(r"^\s*(?:\[[^\]]+\] )?(?:status|alert)\b:?\s*(.*)$")
 #: Landmarks whose links are the site's chrome (the same on every page), not the page's content.
@@ -322,7 +321,7 @@ def trajectory_features(
     acted = acted_steps(steps)
     page = str(final.get("axtree", ""))
     values = [v.strip("“”\"'").lower() for v in _VALUE.findall(goal)]
-    typed = [m.group(4).lower() for _, a in acted if (m := _EDIT.match(a))]
+    typed = [v.lower() for _, a in acted if (v := action_value(a))]
     gw = set(_words(goal))
     fin_path = _path(str(final.get("url", "")))
     followed = any(
