@@ -9,7 +9,10 @@ the tests' VersionLearner with the same keep-``S + 2`` check.
 
 from __future__ import annotations
 
+import functools
 import logging
+import time
+from pathlib import Path
 
 from lynn.wrappers.echo.actor_learner import ActorLearner
 from tests.wrappers._echo_envs import SleepWorker, VersionLearner
@@ -38,12 +41,36 @@ def make_slow_worker(index: int) -> SleepWorker:
 class BadWorker(SleepWorker):
     """Every rollout is malformed (and fresh enough to be consumed): refused, as before."""
 
+    def __init__(self, index: int, marker: str) -> None:
+        super().__init__(index, rollout_s=0.01)
+        self.marker = marker
+
     def rollout(self, seed: int):
-        return {**super().rollout(seed), "bad": True}
+        data = {**super().rollout(seed), "bad": True}
+        Path(self.marker).touch()
+        return data
 
 
-def make_bad_worker(index: int) -> SleepWorker:
-    return BadWorker(index, rollout_s=0.01) if index == 0 else SleepWorker(index, rollout_s=0.01)
+class GoodAfterBadWorker(SleepWorker):
+    """Waits for the bad worker's first rollout before its own first one.
+
+    Without the wait, a bad worker whose process is slow to spawn (CI under load) delivered nothing
+    before the good worker had fed all six updates, and nothing was refused.
+    """
+
+    def __init__(self, index: int, marker: str) -> None:
+        super().__init__(index, rollout_s=0.01)
+        self.marker = marker
+
+    def rollout(self, seed: int):
+        deadline = time.monotonic() + 120.0
+        while not Path(self.marker).exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return super().rollout(seed)
+
+
+def make_bad_worker(index: int, marker: str) -> SleepWorker:
+    return BadWorker(index, marker) if index == 0 else GoodAfterBadWorker(index, marker)
 
 
 def test_too_stale_rollouts_are_dropped_not_refused(caplog) -> None:
@@ -66,10 +93,15 @@ def test_too_stale_rollouts_are_dropped_not_refused(caplog) -> None:
     assert all(step - used <= S for step, used in learner.seen)
 
 
-def test_a_malformed_fresh_rollout_is_still_refused() -> None:
+def test_a_malformed_fresh_rollout_is_still_refused(tmp_path) -> None:
     learner = KeepingLearner(keep=4, train_s=0.01)
     al = ActorLearner(
-        make_bad_worker, learner, mode="push_pull", num_workers=2, rollouts_per_update=1, staleness=2
+        functools.partial(make_bad_worker, marker=str(tmp_path / "bad-delivered")),
+        learner,
+        mode="push_pull",
+        num_workers=2,
+        rollouts_per_update=1,
+        staleness=2,
     )
     try:
         stats = al.run(updates=6)
