@@ -101,6 +101,16 @@ def test_chain_store_assembles_any_order_and_keeps_the_newest():
         store.wait(10, timeout=0.05)
 
 
+def test_chain_store_keeps_an_older_partial_version_a_worker_waits_on():
+    """A re-send of version 3 may race version 4's chunks: 4 completing must not discard 3's parts."""
+    store = _ChainStore(keep=2)
+    store.add(3, 0, 2, pickle.dumps("three")[:5])
+    store.add(4, 0, 1, pickle.dumps("four"))
+    blob = pickle.dumps("three")
+    store.add(3, 1, 2, blob[5:])
+    assert store.wait(3, timeout=1)[0] == "three"
+
+
 def test_bad_broadcast_arguments_are_refused():
     with pytest.raises(ValueError, match="broadcast must be one of"):
         ActorLearner(make_hash_worker, PayloadLearner(), broadcast="tree")
@@ -249,9 +259,64 @@ def test_ray_chain_push_pull_with_a_killed_relay(ray_session):
     check_run(al, learner, stats, 10, staleness=1)
     assert learner.bad == [] and stats.broadcast == "chain"
     assert stats.learner_sent_bytes >= al.pool.publications * _blob_len(learner)
-    # The re-sends after a death go from the replacement on, never once per worker per version.
-    assert stats.learner_sent_bytes <= (al.pool.publications + 2 * stats.worker_restarts) * _blob_len(learner)
+    # The re-sends after a death go from the replacement on, never once per worker per version: the
+    # newest and those the workers behind it wait on, at most one per worker.
+    resent = al.pool.num_workers * stats.worker_restarts
+    assert stats.learner_sent_bytes <= (al.pool.publications + resent) * _blob_len(learner)
     assert ray_session.is_initialized()
+
+
+def _drain(pool: Any, n: int, timeout: float = 90.0) -> list[Any]:
+    events: list[Any] = []
+    deadline = time.monotonic() + timeout
+    while len(events) < n and time.monotonic() < deadline:
+        events += pool.poll(0.05)
+    assert len(events) == n, events
+    return events
+
+
+def test_ray_chain_resends_every_version_a_worker_behind_a_dead_relay_waits_on(ray_session):
+    """Ray drops the calls to a dead actor, so every version published between a relay's death and
+    its detection stops there. A worker behind it still waiting on an older one of them must get it
+    from the replacement, not only the newest (it waited out its timeout: CI under load)."""
+    from lynn.wrappers.echo.actor_learner import RayPool
+
+    learner = PayloadLearner()
+    pool = RayPool(make_hash_worker, 3, broadcast="chain", chunk_bytes=CHUNK, bcast_timeout=20)
+    try:
+        pool.publish(0, learner.get_weights())
+        for w in range(3):
+            pool.submit(w, w, 0, w)
+        assert {ev[0] for ev in _drain(pool, 3)} == {"done"}
+        dead = pool._actors[0]
+        pool.kill(0)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # dead before anything more is sent (ray.kill is async)
+            try:
+                ray_session.get(dead.pid.remote(), timeout=60)
+            except ray_session.exceptions.RayActorError:
+                break
+            time.sleep(0.05)
+        else:
+            pytest.fail("the killed actor still answers")
+        learner.version = 1
+        pool.publish(1, learner.get_weights())  # stops at the dead head
+        pool.submit(2, 10, 1, 10)  # worker 2 waits on version 1
+        learner.version = 2
+        pool.publish(2, learner.get_weights())  # stops there too
+        pool.submit(0, 11, 2, 11)  # fails: the death is seen, worker 0 replaced
+        events = _drain(pool, 2)
+        done = {ev[1]: ev for ev in events if ev[0] == "done"}
+        assert [ev[1] for ev in events if ev[0] == "lost"] == [0] and pool.restarts == 1
+        data = done[2][4]
+        assert done[2][2:4] == (10, 1) and data["weights_version"] == 1
+        assert data["sha"] == hashlib.sha256(learner._payload(1)).hexdigest()
+        assert pool.learner_sent_bytes <= (pool.publications + 2) * _blob_len(learner)
+        pool.submit(0, 12, 2, 12)  # the replacement has the newest version
+        (ev,) = _drain(pool, 1)
+        assert ev[0] == "done" and ev[4]["weights_version"] == 2
+    finally:
+        pool.close()
 
 
 # --- LM rollout workers through the chain ---------------------------------------------------------

@@ -40,8 +40,10 @@ Weight publication (every ``κ`` updates), ``broadcast=``:
   behind a Unix socket per worker, one stream per sender, on ``local``; a threaded actor method
   passing the bytes on, on ``ray``), while it goes on generating. A request names the version; the worker waits until it
   holds every chunk of it (``stats.weight_wait_s`` sums that wait). When a worker dies, the newest
-  version is sent again along the rest of the chain from its replacement, so no worker downstream
-  of the dead relay waits for chunks that will never come. ``pool.learner_sent_bytes`` counts
+  version, and every older one that a worker downstream was asked for, is sent again along the rest
+  of the chain from its replacement, so no worker downstream of the dead relay waits for chunks that
+  will never come (on ``ray`` every version published between the death and its detection is lost
+  past the dead actor). ``pool.learner_sent_bytes`` counts
   what left the learner (the model once per version, against ``N`` times for ``direct``).
 
 Versions are keyed internally by a publication counter that never restarts, so a second
@@ -59,7 +61,7 @@ import threading
 import time
 import traceback
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from multiprocessing.connection import Connection, wait
 from typing import Any, Protocol
 
@@ -116,7 +118,9 @@ class _ChainStore:
                 del self.parts[key]
                 for old in sorted(self.complete)[: -self.keep]:
                     del self.complete[old]
-                for old in [x for x in self.parts if x < key]:  # an older one can no longer be asked for
+                # Older partial ones stay (a worker may still wait on one whose re-send is on its way,
+                # its chunks racing a newer version's), up to ``keep`` of them.
+                for old in sorted(self.parts)[: -self.keep]:
                     del self.parts[old]
                 self.cond.notify_all()
 
@@ -132,6 +136,13 @@ class _ChainStore:
                 )
             blob = self.complete[key]
         return pickle.loads(blob), time.perf_counter() - t0
+
+
+def _prune_chain(chain: dict[int, Any], newest: int, asked: Iterable[int]) -> None:
+    """Keep the chunks of the newest version and of the versions requests in flight name."""
+    keep = {newest, *asked}
+    for v in [v for v in chain if v not in keep]:
+        del chain[v]
 
 
 def _chunks(blob: bytes, chunk_bytes: int) -> list[bytes]:
@@ -344,7 +355,10 @@ class LocalPool:
         self._weights: dict[int, bytes] = {}  # version -> blob (direct) or the newest blob (chain)
         self._keys: dict[int, int] = {}  # version -> publication key (a counter that never restarts)
         self._next_key = 0
-        self._last: tuple[int, list[bytes]] | None = None  # chain: newest (key, chunks), for re-sends
+        # chain: version -> (key, chunks) of the newest version and of those a busy worker was asked for
+        # (it may wait on them), for the re-sends after a relay died
+        self._chain: dict[int, tuple[int, list[bytes]]] = {}
+        self._newest = -1
         self.learner_sent_bytes = 0
         self.weight_wait_s = 0.0
         self.publications = 0
@@ -377,22 +391,25 @@ class LocalPool:
         self.publications += 1
         blob = pickle.dumps(weights, protocol=pickle.HIGHEST_PROTOCOL)
         if self.broadcast == "chain":
-            self._last = (key, _chunks(blob, self.chunk_bytes))
-            self._send_chain(list(range(self.num_workers)))
+            self._newest = version
+            self._chain[version] = (key, _chunks(blob, self.chunk_bytes))
+            _prune_chain(self._chain, version, self._asked.values())
+            self._send_chain(list(range(self.num_workers)), [version])
             return
         self._weights[version] = blob  # requests always name the newest version (Coordinator)
         for old in [v for v in self._weights if v not in self._keys]:
             del self._weights[old]
 
-    def _send_chain(self, route: list[int]) -> None:
-        """Send the newest snapshot's chunks once, to ``route[0]``, to be relayed along ``route``."""
-        if self._last is None or not route or self._uplink is None:
+    def _send_chain(self, route: list[int], versions: Iterable[int]) -> None:
+        """Send these versions' chunks once each (oldest first), to ``route[0]``, relayed along ``route``."""
+        if not route or self._uplink is None:
             return
-        key, chunks = self._last
         first, rest = route[0], tuple(route[1:])
-        for k, chunk in enumerate(chunks):
-            self._uplink.put(first, (key, k, len(chunks), chunk, rest))
-            self.learner_sent_bytes += len(chunk)
+        for v in sorted(set(versions) & set(self._chain)):
+            key, chunks = self._chain[v]
+            for k, chunk in enumerate(chunks):
+                self._uplink.put(first, (key, k, len(chunks), chunk, rest))
+                self.learner_sent_bytes += len(chunk)
 
     def idle(self) -> list[int]:
         return [i for i in range(self.num_workers) if i not in self._busy and self._pipes[i] is not None]
@@ -447,8 +464,10 @@ class LocalPool:
                 proc.join(timeout=2)
         self.restarts += 1
         self._start(i)
-        # Chunks the dead relay took but never passed on: send the newest version again from here.
-        self._send_chain(list(range(i, self.num_workers)))
+        # Chunks the dead relay took but never passed on: send again from here the newest version and
+        # every version a worker after it was asked for and may be waiting on.
+        route = list(range(i, self.num_workers))
+        self._send_chain(route, {self._newest} | {v for j, v in self._asked.items() if j > i})
 
     def kill(self, worker: int) -> None:
         """Fault injection: SIGKILL worker ``worker``'s process."""
@@ -567,7 +586,8 @@ class RayPool:
         self._refs: dict[int, Any] = {}
         self._keys: dict[int, int] = {}
         self._next_key = 0
-        self._last: tuple[int, list[bytes]] | None = None
+        self._chain: dict[int, tuple[int, list[bytes]]] = {}  # as LocalPool's
+        self._newest = -1
         self.learner_sent_bytes = 0
         self.weight_wait_s = 0.0
         self.publications = 0
@@ -582,21 +602,28 @@ class RayPool:
             del self._keys[old]
         if self.broadcast == "chain":
             blob = pickle.dumps(weights, protocol=pickle.HIGHEST_PROTOCOL)
-            self._last = (key, _chunks(blob, self.chunk_bytes))
-            self._send_chain(list(range(self.num_workers)))
+            self._newest = version
+            self._chain[version] = (key, _chunks(blob, self.chunk_bytes))
+            _prune_chain(self._chain, version, self._asked())
+            self._send_chain(list(range(self.num_workers)), [version])
             return
         self._refs[version] = self._ray.put(weights)
         for old in [v for v in self._refs if v not in self._keys]:
             del self._refs[old]  # older snapshots go once no request can still ask for them
 
-    def _send_chain(self, route: list[int]) -> None:
-        if self._last is None or not route:
+    def _asked(self, after: int = -1) -> set[int]:
+        """Versions of the requests in flight on workers after ``after``."""
+        return {v for w, v in self._futures.values() if w > after}
+
+    def _send_chain(self, route: list[int], versions: Iterable[int]) -> None:
+        if not route:
             return
-        key, chunks = self._last
         rest = tuple(self._actors[j] for j in route[1:])
-        for k, chunk in enumerate(chunks):
-            self._actors[route[0]].receive.remote(key, k, len(chunks), chunk, rest)
-            self.learner_sent_bytes += len(chunk)
+        for v in sorted(set(versions) & set(self._chain)):
+            key, chunks = self._chain[v]
+            for k, chunk in enumerate(chunks):
+                self._actors[route[0]].receive.remote(key, k, len(chunks), chunk, rest)
+                self.learner_sent_bytes += len(chunk)
 
     def idle(self) -> list[int]:
         busy = {w for w, _ in self._futures.values()}
@@ -621,8 +648,10 @@ class RayPool:
                 events.append(("lost", i, f"ray actor died ({type(exc).__name__})"))
                 self.restarts += 1
                 self._actors[i] = self._cls.remote(i, self._make, self.bcast_timeout)
-                # The dead relay's chunks never reached the workers after it: send again from here.
-                self._send_chain(list(range(i, self.num_workers)))
+                # The dead relay's chunks never reached the workers after it (every version published
+                # since it died): send again from here the newest and those they were asked for.
+                route = list(range(i, self.num_workers))
+                self._send_chain(route, {self._newest} | self._asked(after=i))
                 continue
             self.weight_wait_s += waited
             events.append(("done", i, rollout_id, version, data))
