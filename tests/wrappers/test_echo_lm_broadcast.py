@@ -358,8 +358,11 @@ def _check_lm(al, learner, stats) -> None:
     # The learner's own version tags agree with the coordinator's (the worker really loaded them).
     assert all(h["version_lag_max"] <= 1 for h in learner.history)
     assert all(math.isfinite(h["loss"]) for h in learner.history)
+    # Once per version. Not publications x one snapshot's size: a pickled tensor names its storage by
+    # its memory address, so two snapshots' sizes differ by a byte or two now and then (CI saw 2).
     state_bytes = len(pickle.dumps(learner.get_weights(), protocol=pickle.HIGHEST_PROTOCOL))
-    assert stats.learner_sent_bytes == al.pool.publications * state_bytes  # once per version
+    assert stats.learner_sent_bytes == al.pool.published_bytes
+    assert abs(al.pool.published_bytes - al.pool.publications * state_bytes) < 64 * al.pool.publications
 
 
 def test_lm_workers_local_chain(tiny_lm):

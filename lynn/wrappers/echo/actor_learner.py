@@ -362,6 +362,7 @@ class LocalPool:
         self.learner_sent_bytes = 0
         self.weight_wait_s = 0.0
         self.publications = 0
+        self.published_bytes = 0  # one pickled copy of each version (its size varies by a few bytes)
         self.restarts = 0
         for i in range(num_workers):
             self._start(i)
@@ -390,6 +391,7 @@ class LocalPool:
             del self._keys[old]
         self.publications += 1
         blob = pickle.dumps(weights, protocol=pickle.HIGHEST_PROTOCOL)
+        self.published_bytes += len(blob)
         if self.broadcast == "chain":
             self._newest = version
             self._chain[version] = (key, _chunks(blob, self.chunk_bytes))
@@ -591,6 +593,7 @@ class RayPool:
         self.learner_sent_bytes = 0
         self.weight_wait_s = 0.0
         self.publications = 0
+        self.published_bytes = 0  # one pickled copy of each version (its size varies by a few bytes)
         self.restarts = 0
 
     def publish(self, version: int, weights: Any) -> None:
@@ -602,6 +605,7 @@ class RayPool:
             del self._keys[old]
         if self.broadcast == "chain":
             blob = pickle.dumps(weights, protocol=pickle.HIGHEST_PROTOCOL)
+            self.published_bytes += len(blob)
             self._newest = version
             self._chain[version] = (key, _chunks(blob, self.chunk_bytes))
             _prune_chain(self._chain, version, self._asked())
