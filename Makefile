@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
 RESULTS ?= results
 
-.PHONY: run test bench lint venv system chromium node clean contracts mutate
+.PHONY: run test bench lint venv system chromium node clean contracts mutate models
 
 # The venv: CPU torch first (an unpinned torch pulls a multi-GB CUDA build), then the package with every CPU extra.
 $(STAMP): pyproject.toml
@@ -36,6 +36,10 @@ system: chromium node
 
 run: venv system
 	$(BIN)/lynn suite --out $(RESULTS)
+
+# Retrain every zoo model (models/) from scratch with its card's commands and replace the shipped files.
+models: venv system
+	$(BIN)/lynn zoo build --install
 
 test: venv system
 	$(BIN)/python -m pytest tests

@@ -386,6 +386,49 @@ def cmd_train_grpo(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- zoo --------------------------------------------------------------------------------------
+def cmd_zoo(args: argparse.Namespace) -> int:
+    """``lynn zoo list|verify|add|build``: the shipped models (:mod:`lynn.zoo`)."""
+    from lynn import zoo
+
+    if args.zoo_what == "list":
+        for card in zoo.cards():
+            default = ", ".join(f"{e} {r}" for e, r in card.default_for.items())
+            print(
+                f"zoo:{card.name:<16} {card.kind:<13} {card.bytes / 1e6:6.2f} MB  {card.description}"
+                + (f"  [default: {default}]" if default else "")
+            )
+        print(f"{zoo.zoo_bytes() / 1e6:.2f} MB of {zoo.BUDGET_BYTES / 1e6:.0f} MB in {zoo.zoo_dir()}")
+        return 0
+    if args.zoo_what == "verify":
+        names = args.names or [c.name for c in zoo.cards()]
+        for name in names:
+            print(f"ok  zoo:{name}  {zoo.verify(name)}")
+        return 0
+    if args.zoo_what == "add":
+        card = json.loads(Path(args.card_json).read_text()) if args.card_json else {}
+        for key in ("kind", "description"):
+            if getattr(args, key):
+                card[key] = getattr(args, key)
+        missing = [k for k in ("kind", "description") if not card.get(k)]
+        if missing:
+            raise UsageError(f"zoo add: the card needs {missing} (--card-json FILE or --kind/--description)")
+        made = zoo.add(args.name, args.path, card, include=args.include)
+        print(
+            f"zoo:{made.name}: {len(made.files)} files, {made.bytes / 1e6:.2f} MB -> {zoo.zoo_dir() / made.name}"
+        )
+        return 0
+    report = zoo.build(
+        args.names or None, data=args.data, out=args.out, install=args.install, dry_run=args.dry_run
+    )
+    for r in report:
+        if args.dry_run:
+            print(f"# zoo:{r['name']} -> {r['out']}\n" + "\n".join(r["commands"]))
+        else:
+            print(f"zoo:{r['name']}: rebuilt in {r['minutes']:.1f} min -> {r['out']}")
+    return 0
+
+
 # --- doctor -----------------------------------------------------------------------------------
 PY_DEPS = [
     # (import name, extra that brings it)
@@ -609,6 +652,34 @@ def build_parser() -> argparse.ArgumentParser:
     from lynn.envs.worldmodel.train import add_train_parsers  # light: heavy imports run in the commands
 
     add_train_parsers(tsub)  # lynn train world-model / reward-model
+    from lynn.agents.dynaweb.train import add_train_parser as add_dynaweb_parser
+
+    add_dynaweb_parser(tsub)  # lynn train dynaweb (flags from DynaWebConfig)
+
+    z = sub.add_parser("zoo", help="the shipped models (models/): list, verify, add, build (`make models`)")
+    zsub = z.add_subparsers(dest="zoo_what", required=True, metavar="WHAT")
+    zsub.add_parser("list", help="every zoo model with its size and the env it is the default for")
+    zv = zsub.add_parser("verify", help="check every file's sha256 against the cards")
+    zv.add_argument("names", nargs="*")
+    za = zsub.add_parser("add", help="copy a trained folder into the zoo with its card (hashes, size budget)")
+    za.add_argument("name", help="zoo name: the folder under models/, used as zoo:NAME")
+    za.add_argument("path", help="the trained model folder")
+    za.add_argument("--card-json", help="the card's fields as a JSON file (see models/README.md)")
+    za.add_argument("--kind", help="lm-target, lm-draft, world-model, reward-model")
+    za.add_argument("--description")
+    za.add_argument(
+        "--include",
+        action="append",
+        help="glob of files to take from PATH (repeatable; default all but checkpoints)",
+    )
+    zb = zsub.add_parser("build", help="retrain zoo models from scratch with their cards' commands")
+    zb.add_argument("names", nargs="*", help="default: every model")
+    zb.add_argument("--data", default="build/zoo-data", help="where the collected data goes ($DATA)")
+    zb.add_argument("--out", default="build/zoo", help="where each model is trained ($OUT = OUT/NAME)")
+    zb.add_argument("--install", action="store_true", help="replace the zoo's folders with the results")
+    zb.add_argument("--dry-run", action="store_true", help="print the commands only")
+    for zp in (z, *zsub.choices.values()):
+        zp.set_defaults(func=cmd_zoo)
 
     p = sub.add_parser("doctor", help="check dependencies and print the commands that fix what is missing")
     p.set_defaults(func=cmd_doctor)
