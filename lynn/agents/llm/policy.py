@@ -33,7 +33,8 @@ class LMPolicy(Agent):
 
     Args:
         env: the env (its ``spec.id`` picks the renderer and parser); or pass ``env_id``.
-        model: a local HF causal-LM folder (transformers/vLLM backends) or the endpoint's model name.
+        model: a local HF causal-LM folder (transformers/vLLM backends), a zoo name (``"zoo:evm-lm"``,
+            :mod:`lynn.zoo`) or the endpoint's model name; default: the zoo's LM for the env.
         llm_url: an OpenAI-compatible endpoint (``http://HOST:PORT/v1``); selects the ``openai`` backend.
         backend: ``transformers`` (default), ``openai`` or ``vllm``.
         speculative: ``None``, ``strict``, ``mars`` or ``typical`` (transformers backend).
@@ -80,6 +81,12 @@ class LMPolicy(Agent):
             raise ValueError(
                 f"LMPolicy supports {EVMQUEST} and {', '.join(WEB_IDS)}, not {self.env_id or 'an env without an id'}"
             )
+        from lynn import zoo
+
+        if generator is None and model is None and llm_url is None and backend in (None, "transformers"):
+            # No model given: the zoo's LM for this env (LiveWeb's for the imagined web too).
+            model = zoo.default_for(EVMQUEST if self.env_id == EVMQUEST else WEB_IDS[0], "lm")
+        model, draft = zoo.resolve(model), zoo.resolve(draft)  # "zoo:NAME" -> its checked folder
         self.temperature = float(temperature)
         self.style = style
         self.max_new_tokens = max_new_tokens or MAX_NEW[EVMQUEST if self.env_id == EVMQUEST else "web"]
