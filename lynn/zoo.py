@@ -67,8 +67,8 @@ class Card:
         name: the zoo name (``zoo:NAME``); also the folder name.
         kind: ``lm-target``, ``lm-draft``, ``world-model``, ``reward-model`` (free text for others).
         description: one line.
-        default_for: env id -> role (``model``, ``reward_model``, ``draft``): this model is what that env
-            or its agent uses when given none.
+        default_for: env id -> role: ``lm`` (agent ``lm``'s model there), ``draft`` (its draft), ``model``
+            and ``reward_model`` (the env's own models): what that env or agent uses when given none.
         data: how the training data was made (one paragraph).
         data_commands: name -> shell command that writes ``$DATA/name`` (shared by cards: run once).
         commands: shell commands that train the model into ``$OUT`` from ``$DATA`` (``make models``).
@@ -193,7 +193,7 @@ def resolve(value: Any, root: str | Path | None = None) -> Any:
 
 
 def default_for(env_id: str, role: str = "model", root: str | Path | None = None) -> str:
-    """The ``zoo:NAME`` the zoo ships as ``env_id``'s ``role`` (``model``, ``reward_model``, ``draft``).
+    """The ``zoo:NAME`` the zoo ships as ``env_id``'s ``role`` (``lm``, ``draft``, ``model``, ``reward_model``).
 
     Raises:
         ZooError: the zoo has none (the message says what to pass instead).
@@ -203,7 +203,8 @@ def default_for(env_id: str, role: str = "model", root: str | Path | None = None
         if card.default_for.get(env_id) == role:
             return PREFIX + card.name
     raise ZooError(
-        f"the zoo (models/) has no {role} for {env_id}: pass {role}=PATH (a trained folder, e.g. from "
+        f"the zoo (models/) has no {role} for {env_id}: pass {'model' if role == 'lm' else role}=PATH (a "
+        "trained folder, e.g. from "
         "`lynn train ...`) or add one to the zoo (models/README.md)"
     )
 
