@@ -61,6 +61,7 @@ class Agent(abc.ABC):
 AGENTS: dict[str, str] = {
     "random": "lynn.agents.random_agent:RandomAgent",
     "lm": "lynn.agents.llm:LMPolicy",
+    "dynaweb": "lynn.agents.dynaweb.agent:DynaWebAgent",
     "linucb": "lynn.agents.linucb:LinUCBAgent",
     "round-robin": "lynn.agents.bandits:RoundRobinAgent",
     "static": "lynn.agents.bandits:StaticRuleAgent",

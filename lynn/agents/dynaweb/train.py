@@ -1,0 +1,364 @@
+"""``lynn train dynaweb``: the training loop (rollouts -> rows -> update), checkpoints, resume, curve, summary.
+
+Per update ``u`` (a fixed number of them, never a time budget):
+
+1. draw ``R`` train tasks and run ``G`` rollouts of each (:func:`~lynn.agents.dynaweb.rollouts.run_episodes`,
+   all ``R·G`` in lockstep: one batched generation and one batched world-model step per imagined step);
+2. draw the expert trajectories for the batch (:mod:`~lynn.agents.dynaweb.expert`, ratio ``expert_ratio``);
+3. one update of :class:`~lynn.agents.dynaweb.learner.DynaWebLearner` on their rows;
+4. every ``eval_every`` updates, the greedy policy on ``eval_tasks`` **train** instances of the real
+   ``Lynn/LiveWeb-v0`` (real browser): the validation success of the learning curve.
+
+Every random draw of update ``u`` comes from a stream seeded by ``(seed, u)`` (tasks, expert episodes,
+sampling), so a run resumed from the checkpoint after update ``k`` repeats updates ``k+1…`` exactly: a
+killed run resumed with ``--resume`` ends at the same step with the same weights as an uninterrupted one
+(``tests/agents/dynaweb/test_train.py`` kills one and checks). A checkpoint is written to a temporary
+folder and renamed into place, so a kill never leaves a half-written one behind.
+
+Out folder: ``checkpoints/update-N/`` (model, tokenizer, optimiser, history; the two newest kept),
+``final/`` (a model folder: ``--agent dynaweb`` or ``--agent lm`` loads it), ``curve.png``,
+``summary.json`` (config, per-update history, validation points, real-interaction counts, minutes).
+
+**Why not TRL's GRPOTrainer.** Its ``rollout_func`` returns one prompt and one completion per sample: a
+multi-step web episode must then be a single sequence (every page the env returned inside the
+completion, masked by ``env_mask``), i.e. a policy that reads its whole history. Our policy reads the
+current page only (``LMPolicy``: goal + page cut to the context, as BC trained it); five pages of ~800
+tokens do not fit the in-repo models' 1024-token context. Its advantages come from reward functions
+over its own groups, so real expert steps cannot enter a batch with a fixed advantage, and its loop
+has no place for the real-browser validation. What we keep from it is its loss: the rows go through
+:func:`lynn.agents.llm.grpo.grpo_loss`, which is tested equal to ``GRPOTrainer._compute_loss``
+(``importance_sampling_level="sequence"`` is GSPO), here too on single-step groups where both apply
+(``tests/agents/dynaweb/test_learner.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from lynn.agents.dynaweb.config import IMAGINED, REAL, DynaWebConfig
+
+__all__ = ["latest_checkpoint", "train_dynaweb"]
+
+CKPT_DIR = "checkpoints"
+KEEP_CHECKPOINTS = 2
+SUMMARY = "summary.json"
+
+
+def latest_checkpoint(out: str | Path) -> Path | None:
+    """The newest complete ``checkpoints/update-N`` of a run folder (None when there is none)."""
+    root = Path(out) / CKPT_DIR
+    if not root.is_dir():
+        return None
+    done = [p for p in root.glob("update-*") if (p / "grpo.json").exists()]
+    return max(done, key=lambda p: int(p.name.split("-")[1]), default=None)
+
+
+def _context(policy: str | Path, model: Any) -> int:
+    meta = Path(policy) / "lynn_train.json"
+    if meta.exists():
+        return int(json.loads(meta.read_text())["context"])
+    return int(getattr(model.config, "max_position_embeddings", 1024))
+
+
+def _train_tasks(cfg: DynaWebConfig, env: Any) -> list[str]:
+    have = {s["task_id"] for s in env.starts} if cfg.imagined else {t["task_id"] for t in env.all_tasks}
+    if cfg.tasks:
+        missing = sorted(set(cfg.tasks) - have)
+        if missing:
+            where = "recorded train start pages" if cfg.imagined else "LiveWeb train tasks"
+            raise ValueError(f"tasks without {where}: {', '.join(missing[:5])}")
+        return sorted(cfg.tasks)
+    return sorted(have)
+
+
+def _spread(items: list[str], k: int) -> list[str]:
+    if k >= len(items):
+        return list(items)
+    return [items[int(i * len(items) / k)] for i in range(k)]
+
+
+def _save(learner: Any, out: Path, update: int, extra: dict[str, Any], policy: str) -> Path:
+    root = out / CKPT_DIR
+    root.mkdir(parents=True, exist_ok=True)
+    final = root / f"update-{update}"
+    tmp = root / f".tmp-update-{update}-{os.getpid()}"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    learner.save(tmp, extra=extra)
+    _copy_meta(policy, tmp)
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+    done = sorted((p for p in root.glob("update-*")), key=lambda p: int(p.name.split("-")[1]))
+    for old in done[:-KEEP_CHECKPOINTS]:
+        shutil.rmtree(old, ignore_errors=True)
+    return final
+
+
+def _copy_meta(policy: str | Path, dest: Path) -> None:
+    """The BC model's ``lynn_train.json`` (its context: how LMPolicy cuts pages) travels with every copy."""
+    src = Path(policy) / "lynn_train.json"
+    if src.exists():
+        shutil.copy(src, dest / "lynn_train.json")
+
+
+def _curve(history: list[dict[str, Any]], evals: list[dict[str, Any]], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.5, 3.8))
+    xs = [h["update"] for h in history]
+    ax.plot(
+        xs, [h["rollout_reward"] for h in history], lw=1.2, color="tab:blue", label="rollout reward (mean)"
+    )
+    ax.plot(
+        xs, [h["rollout_success"] for h in history], lw=1.0, ls=":", color="tab:blue", label="rollout success"
+    )
+    if evals:
+        ex = [e["update"] for e in evals]
+        ax.plot(
+            ex, [e["success"] for e in evals], "o-", color="tab:red", label="real success, validation (train)"
+        )
+    ax.set_xlabel("update")
+    ax.set_ylabel("reward / success")
+    ax.set_ylim(-0.03, 1.03)
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _validate(policy: Any, envs: list[Any], tasks: list[str], max_steps: int, update: int) -> dict[str, Any]:
+    from lynn.agents.dynaweb.rollouts import run_episodes
+
+    t0 = time.perf_counter()
+    trajs = run_episodes(envs, policy, [(t, 0) for t in tasks], max_steps, seed=0, source="real")
+    ok = sum(t.success for t in trajs)
+    return {
+        "update": update,
+        "success": ok / max(1, len(trajs)),
+        "successes": ok,
+        "episodes": len(trajs),
+        "steps": sum(len(t.steps) for t in trajs),
+        "per_task": {t.task_id: bool(t.success) for t in trajs},
+        "seconds": time.perf_counter() - t0,
+    }
+
+
+def train_dynaweb(cfg: DynaWebConfig) -> dict[str, Any]:
+    """Run (or resume) a DynaWeb training; returns the summary also written to ``summary.json``."""
+    import numpy as np
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from lynn.agents.dynaweb.expert import ExpertBank, expert_count
+    from lynn.agents.dynaweb.learner import DynaWebLearner, loss_config, trajectory_rows
+    from lynn.agents.dynaweb.rollouts import make_envs, make_policy, run_episodes
+
+    torch.set_num_threads(max(1, int(cfg.threads)))
+    out = Path(cfg.out)
+    ckpt = latest_checkpoint(out) if cfg.resume else None
+    if not cfg.resume and latest_checkpoint(out) is not None:
+        raise ValueError(
+            f"{out} already holds a run's checkpoints: pass --resume to continue it, or a new --out"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    tok = AutoTokenizer.from_pretrained(cfg.policy)
+    model = AutoModelForCausalLM.from_pretrained(ckpt or cfg.policy)
+    context = _context(cfg.policy, model)
+    ref = AutoModelForCausalLM.from_pretrained(cfg.policy) if cfg.beta else None
+    learner = DynaWebLearner(model, tok, loss_config(cfg), ref_model=ref, iterations=cfg.iterations)
+    history: list[dict[str, Any]] = []
+    evals: list[dict[str, Any]] = []
+    counts = {"rollout_steps": 0, "real_rollout_steps": 0, "expert_steps_trained": 0, "validation_steps": 0}
+    spent_s = 0.0
+    if ckpt is not None:
+        meta = learner.load_state(ckpt)
+        history = list(meta.get("history", []))
+        evals = list(meta.get("evals", []))
+        counts.update(meta.get("counts", {}))
+        spent_s = float(meta.get("seconds", 0.0))
+    start = learner.version
+    R, G = cfg.groups_per_update, cfg.group_size
+    n_envs = R * G if cfg.imagined else cfg.real_envs
+    envs = make_envs(
+        cfg.env, n_envs, cfg.horizon, cfg.world_model, cfg.reward_model, cfg.reward_mode, cfg.self_assess
+    )
+    tasks = _train_tasks(cfg, envs[0])
+    val_tasks = _spread(tasks, cfg.eval_tasks) if cfg.eval_every else []
+    expert = ExpertBank.load(cfg.expert_data, tasks) if cfg.expert_ratio > 0 else None
+    policy = make_policy(model, tok, cfg.env, cfg.temperature, cfg.max_new_tokens, context)
+    greedy = make_policy(model, tok, REAL, 0.0, cfg.max_new_tokens, context)
+    val_envs: list[Any] = []
+
+    def validate(update: int) -> None:
+        if not val_tasks:
+            return
+        if not val_envs:
+            val_envs.extend(make_envs(REAL, cfg.real_envs, cfg.eval_max_steps))
+        e = _validate(greedy, val_envs, val_tasks, cfg.eval_max_steps, update)
+        counts["validation_steps"] += e["steps"]
+        evals.append(e)
+
+    bar = None
+    if cfg.progress:
+        from tqdm import tqdm
+
+        bar = tqdm(
+            total=cfg.updates, initial=start, desc="dynaweb" if cfg.imagined else "live-rl", unit="upd"
+        )
+    try:
+        if start == 0 and cfg.eval_every:
+            validate(0)  # the starting (BC) policy's point on the curve
+        for u in range(start, cfg.updates):
+            t0 = time.perf_counter()
+            rng = np.random.default_rng([cfg.seed, u])
+            picked = rng.choice(len(tasks), size=R, replace=len(tasks) < R)
+            episodes = []
+            for k in picked:
+                reset_seed = int(rng.integers(2**31))
+                episodes += [(tasks[int(k)], reset_seed)] * G
+            sample_seed = int(rng.integers(2**31))
+            trajs = run_episodes(
+                envs,
+                policy,
+                episodes,
+                cfg.horizon,
+                seed=sample_seed,
+                source="imagined" if cfg.imagined else "real",
+            )
+            groups = [trajs[i * G : (i + 1) * G] for i in range(R)]
+            experts = []
+            if expert is not None:
+                idx = expert.sample(rng, expert_count(R * G, cfg.expert_ratio))
+                experts = [expert.encode(i, tok, context, cfg.max_new_tokens) for i in idx]
+            rollout_s = time.perf_counter() - t0
+            m = learner.step_rows(trajectory_rows(groups, experts, cfg.expert_advantage))
+            steps = sum(len(t.steps) for t in trajs)
+            counts["rollout_steps"] += steps
+            if not cfg.imagined:
+                counts["real_rollout_steps"] += steps
+            counts["expert_steps_trained"] += sum(len(t.steps) for t in experts)
+            rewards = [t.reward for t in trajs]
+            rec = {
+                "update": u + 1,
+                "rollout_reward": float(np.mean(rewards)),
+                "rollout_success": float(np.mean([t.success for t in trajs])),
+                "rollout_steps": steps,
+                "rollout_parse_errors": sum(t.errors for t in trajs),
+                "answered": float(np.mean([bool(t.info.get("terminated")) for t in trajs])),
+                "zero_std_groups": float(np.mean([np.std([t.reward for t in g]) < 1e-8 for g in groups])),
+                "expert_trajectories": len(experts),
+                "tasks": [tasks[int(k)] for k in picked],
+                "rollout_s": rollout_s,
+                **m,
+            }
+            history.append(rec)
+            learner.history = history
+            if cfg.eval_every and ((u + 1) % cfg.eval_every == 0 or u + 1 == cfg.updates):
+                validate(u + 1)
+            if (u + 1) % cfg.checkpoint_every == 0 or u + 1 == cfg.updates:
+                extra = {
+                    "evals": evals,
+                    "counts": counts,
+                    "seconds": spent_s + time.monotonic() - started,
+                    "dynaweb_config": cfg.to_dict(),
+                }
+                _save(learner, out, u + 1, extra, cfg.policy)
+            if bar is not None:
+                bar.update(1)
+                post = {"reward": f"{rec['rollout_reward']:.2f}", "loss": f"{m['loss']:+.3f}"}
+                if evals:
+                    post["val"] = f"{evals[-1]['success']:.2f}"
+                bar.set_postfix(post)
+    finally:
+        if bar is not None:
+            bar.close()
+        for e in [*envs, *val_envs]:
+            e.close()
+    final = out / "final"
+    if final.exists():
+        shutil.rmtree(final)
+    learner.model.save_pretrained(final)
+    tok.save_pretrained(final)
+    _copy_meta(cfg.policy, final)
+    last = history[-5:]
+    summary: dict[str, Any] = {
+        "config": cfg.to_dict(),
+        "updates": learner.version,
+        "final": str(final),
+        "minutes": (spent_s + time.monotonic() - started) / 60,
+        "context": context,
+        "train_tasks": len(tasks),
+        "validation_tasks": val_tasks,
+        "real_interactions": _real_interactions(cfg, counts, expert),
+        "counts": counts,
+        "final_rollout_reward": float(np.mean([h["rollout_reward"] for h in last])) if last else None,
+        "final_rollout_success": float(np.mean([h["rollout_success"] for h in last])) if last else None,
+        "evals": evals,
+        "history": history,
+        "curve": str(out / "curve.png"),
+    }
+    (final / "dynaweb.json").write_text(json.dumps({k: summary[k] for k in ("config", "updates")}, indent=1))
+    label = f"{'DynaWeb' if cfg.imagined else 'live RL'} · ρ={cfg.expert_ratio} · G={G} · H={cfg.horizon}"
+    _curve(history, evals, out / "curve.png", label)
+    (out / SUMMARY).write_text(json.dumps(summary, indent=1, default=str))
+    return summary
+
+
+def _real_interactions(cfg: DynaWebConfig, counts: dict[str, int], expert: Any) -> dict[str, Any]:
+    """Real environment steps behind the trained policy (validation steps are reported apart: they
+    only draw the curve; nothing trains on them and no checkpoint is chosen by them)."""
+    wm_rows = 0
+    mem = Path(cfg.world_model) / "memory.jsonl" if cfg.world_model else None
+    if cfg.imagined and mem is not None and mem.exists():
+        with mem.open(encoding="utf-8") as fh:
+            wm_rows = sum(1 for line in fh if line.strip())
+    bank = expert.steps if expert is not None else 0
+    return {
+        "world_model_transitions": wm_rows,
+        "expert_bank_steps": bank,
+        "live_rollout_steps": counts["real_rollout_steps"],
+        "validation_steps": counts["validation_steps"],
+        "note": "the world model's and the reward model's own data may include more runs than memory.jsonl "
+        "(e.g. eps-random failures for the reward model): count those folders too",
+    }
+
+
+def cmd_train_dynaweb(args: Any) -> int:
+    """The ``lynn train dynaweb`` command."""
+    from lynn.agents.dynaweb.config import from_args
+
+    cfg = from_args(args)
+    s = train_dynaweb(cfg)
+    ev = s["evals"][-1] if s["evals"] else None
+    where = "imagined" if cfg.imagined else "real"
+    print(
+        f"{s['updates']} updates in {s['minutes']:.1f} min; {where} rollout reward (last 5) "
+        f"{s['final_rollout_reward']:.3f}"
+        + (f"; real validation success {ev['successes']}/{ev['episodes']}" if ev else "")
+        + f" -> {s['final']} (curve {s['curve']}, summary {Path(cfg.out) / SUMMARY})"
+    )
+    return 0
+
+
+def add_train_parser(tsub: Any) -> None:
+    """``lynn train dynaweb``: flags from :class:`DynaWebConfig`."""
+    from lynn.agents.dynaweb.config import add_arguments
+
+    p = tsub.add_parser(
+        "dynaweb",
+        help=f"DynaWeb: RL of a web policy in imagination ({IMAGINED}) with real expert steps interleaved",
+    )
+    add_arguments(p)
+    p.set_defaults(func=cmd_train_dynaweb)
