@@ -655,9 +655,6 @@ def build_parser() -> argparse.ArgumentParser:
     from lynn.agents.dynaweb.train import add_train_parser as add_dynaweb_parser
 
     add_dynaweb_parser(tsub)  # lynn train dynaweb (flags from DynaWebConfig)
-    from lynn.agents.dynaweb.train import add_train_parser as add_dynaweb_parser
-
-    add_dynaweb_parser(tsub)  # lynn train dynaweb (flags from DynaWebConfig)
 
     z = sub.add_parser("zoo", help="the shipped models (models/): list, verify, add, build (`make models`)")
     zsub = z.add_subparsers(dest="zoo_what", required=True, metavar="WHAT")
