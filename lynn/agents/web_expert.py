@@ -32,6 +32,29 @@ def find_elements(axtree: str, role: str, name: str | None = None) -> list[str]:
     return out
 
 
+def read_parts(axtree: str, parts: list[dict[str, Any]]) -> str:
+    """An answer of several readings of the page, joined by ``"; "`` (e.g. ``"3; Elena Silva, Ines Garcia"``).
+
+    Each part reads the text from its ``after`` marker on (the whole page without one): ``extract``
+    (group 1 of the first match), ``all`` (group 1 of every match, joined by ``", "``) or ``count`` (how
+    many matches).
+    """
+    out = []
+    for part in parts:
+        text = axtree
+        if part.get("after"):
+            pos = text.find(part["after"])
+            text = text[pos:] if pos >= 0 else ""
+        if "count" in part:
+            out.append(str(len(re.findall(part["count"], text))))
+        elif "all" in part:
+            out.append(", ".join(m.group(1) for m in re.finditer(part["all"], text)))
+        else:
+            m = re.search(part["extract"], text)
+            out.append(m.group(1) if m else "?")
+    return "; ".join(out)
+
+
 def quote(text: str) -> str:
     return repr(str(text))
 
@@ -93,6 +116,8 @@ class WebExpert(Agent):
             self.i += 1
             if "text" in step:
                 return f"send_msg_to_user({quote(step['text'])})"
+            if "parts" in step:
+                return f"send_msg_to_user({quote(read_parts(axtree, step['parts']))})"
             text = axtree
             if step.get("after"):
                 pos = text.find(step["after"])

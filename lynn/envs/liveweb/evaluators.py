@@ -73,8 +73,26 @@ def normalize(text: Any) -> str:
     return s.strip("\"'`").rstrip(".").strip()
 
 
+_TOKEN = re.compile(r"(?<![\w.])-?\d+(?:,\d{3})*(?:\.\d+)?(?![\w])|\w+|[^\w\s]")
+
+
+def tokens(text: str) -> list[str]:
+    """Words, numbers (``-1``, ``1,160.17``, ``4.5`` are one token each) and single punctuation marks."""
+    return _TOKEN.findall(text)
+
+
+def contains_tokens(got: list[str], want: list[str]) -> bool:
+    """``want`` occurs in ``got`` as a run of whole tokens: ``"6"`` is not in ``"166"`` nor in ``"6.5"``,
+    ``"Elena Silva"`` is in ``"by Elena Silva, 4 stars"``."""
+    if not want:
+        return True
+    n = len(want)
+    return any(got[i : i + n] == want for i in range(len(got) - n + 1))
+
+
 def string_match(ref: Mapping[str, Any], ctx: EvalContext) -> tuple[float, str]:
-    """``reference_answers``: ``exact_match`` (str), ``must_include`` (list, ``|OR|`` alternatives),
+    """``reference_answers``: ``exact_match`` (str), ``must_include`` (list, ``|OR|`` alternatives; each
+    must occur as whole tokens, stricter than WebArena's substring rule: ``"6"`` is not in ``"166"``),
     ``fuzzy_match`` (list: each reference judged by the LLM judge; ``"N/A"``: the task is infeasible,
     passed by ``report_infeasible`` or the answer ``N/A``)."""
     answers = ref.get("reference_answers") or {}
@@ -90,9 +108,10 @@ def string_match(ref: Mapping[str, Any], ctx: EvalContext) -> tuple[float, str]:
         want = normalize(answers["exact_match"])
         if got != want:
             return 0.0, f"answer {ctx.answer!r} != {answers['exact_match']!r}"
+    got_tokens = tokens(got)
     for item in answers.get("must_include") or []:
-        alternatives = [normalize(a) for a in str(item).split(" |OR| ")]
-        if not any(a in got for a in alternatives):
+        alternatives = [tokens(normalize(a)) for a in str(item).split(" |OR| ")]
+        if not any(contains_tokens(got_tokens, a) for a in alternatives):
             return 0.0, f"answer {ctx.answer!r} does not include {item!r}"
     if isinstance(fuzzy, list):
         if ctx.judge is None:

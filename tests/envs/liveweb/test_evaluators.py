@@ -174,3 +174,31 @@ def test_scores_multiply_and_unknown_types_fail() -> None:
 def test_helpers() -> None:
     assert fill_placeholders("__SHOP__/x", {"shop": "http://h:1/"}) == "http://h:1/x"
     assert normalize('  "Hello   World." ') == "hello world"
+
+
+def test_must_include_matches_whole_tokens_only() -> None:
+    """Stricter than a substring: a one-character reference is a token of the answer (as in WebArena),
+    and so is a number: "6" is not in "166" nor in "6.5"."""
+    six = _task(eval_types=["string_match"], reference_answers={"must_include": ["6"]})
+    assert evaluate(six, EvalContext(answer="166"))[0] == 0.0
+    assert evaluate(six, EvalContext(answer="6.5"))[0] == 0.0
+    assert evaluate(six, EvalContext(answer="6 reviews"))[0] == 1.0
+    assert evaluate(six, EvalContext(answer="(6)"))[0] == 1.0
+    task = _task(
+        eval_types=["string_match"], reference_answers={"must_include": ["3", "Elena Silva", "$1,160.17"]}
+    )
+    assert evaluate(task, EvalContext(answer="3; Elena Silva, total $1,160.17."))[0] == 1.0
+    assert evaluate(task, EvalContext(answer="13; Elena Silva, $1,160.17"))[0] == 0.0
+    assert evaluate(task, EvalContext(answer="3; Elena Silvana, $1,160.17"))[0] == 0.0
+    assert evaluate(task, EvalContext(answer="3; Elena Silva, $11,160.17"))[0] == 0.0
+    neg = _task(eval_types=["string_match"], reference_answers={"must_include": ["-1", "2025-08-26"]})
+    assert evaluate(neg, EvalContext(answer="Score -1, posted on 2025-08-26"))[0] == 1.0
+    assert evaluate(neg, EvalContext(answer="Score 1, posted on 2025-08-26"))[0] == 0.0
+
+
+def test_url_match_ignores_the_case_of_the_host_name() -> None:
+    """Host names are case-insensitive (RFC 3986); paths are not."""
+    task = _task(eval_types=["url_match"], reference_url="http://localhost:9001/category/books")
+    assert evaluate(task, EvalContext(url="http://LOCALHOST:9001/category/books"))[0] == 1.0
+    assert evaluate(task, EvalContext(url="HTTP://LocalHost:9001/category/books/"))[0] == 1.0
+    assert evaluate(task, EvalContext(url="http://localhost:9001/Category/Books"))[0] == 0.0
