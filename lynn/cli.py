@@ -304,6 +304,7 @@ def cmd_train_lm(args: argparse.Namespace) -> int:
         teacher=args.teacher,
         base=args.base,
         epochs=args.epochs,
+        steps=args.steps,
         max_minutes=args.max_minutes,
         batch_size=args.batch_size,
         lr=args.lr,
@@ -321,6 +322,12 @@ def cmd_train_lm(args: argparse.Namespace) -> int:
         if args.json
         else f"{summary['role']} model ({summary['parameters'] / 1e6:.2f}M params) trained {summary['minutes']:.1f} min, "
         f"final loss {summary['final_loss']:.3f} -> {summary['out']} (loss curve {summary['loss_png']})"
+        + (
+            f"\n--max-minutes bound at step {summary['steps']} of {summary['planned_steps']}: "
+            "rerun with --resume to finish"
+            if summary["capped_by_minutes"]
+            else ""
+        )
     )
     return 0
 
@@ -600,7 +607,8 @@ def build_parser() -> argparse.ArgumentParser:
     lm.add_argument("--teacher", help="draft: the target whose greedy outputs it is trained on")
     lm.add_argument("--base", help="start from this local HF causal-LM folder (and its tokenizer)")
     lm.add_argument("--epochs", type=float, default=3.0)
-    lm.add_argument("--max-minutes", type=float, default=None, help="stop training after this many minutes")
+    lm.add_argument("--steps", type=int, default=None, help="optimiser steps (default: --epochs as steps)")
+    lm.add_argument("--max-minutes", type=float, default=None, help="cap; stops at a checkpoint (--resume goes on)")
     lm.add_argument("--batch-size", type=int, default=8)
     lm.add_argument("--lr", type=float, default=1e-3)
     lm.add_argument("--context", type=int, default=None, help="max tokens per example (default per size)")

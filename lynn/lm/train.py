@@ -2,8 +2,14 @@
 
 The **target** is trained on ``lynn collect`` demonstrations (loss on the assistant's reply only) with
 transformers' ``Trainer``: its progress bar, checkpoints and ``resume_from_checkpoint`` are used as
-they are; we add only the data encoding (:func:`lynn.lm.tokenizer.encode_example`), a wall-clock budget
-(``max_minutes``), a loss-curve PNG and a ``lynn_train.json`` summary. The **draft** (for speculative
+they are; we add only the data encoding (:func:`lynn.lm.tokenizer.encode_example`), a wall-clock cap
+(``max_minutes``), a loss-curve PNG and a ``lynn_train.json`` summary.
+
+Training is reproducible: a run is a fixed number of optimiser steps (``steps``, or ``epochs`` resolved to
+steps), the learning-rate schedule is a function of the step alone, and the same data, seed and steps give
+the same weights. ``max_minutes`` is only a cap: when it binds the run stops at a checkpoint, the summary
+says so (``capped_by_minutes``), and ``resume=True`` continues the same schedule to the same result, so one
+model can be trained over several runs. The **draft** (for speculative
 decoding) is distilled at the sequence level: the target's greedy replies to the training prompts
 replace the demonstrations' replies, and the draft shares the target's tokenizer (speculative decoding
 needs one vocabulary).
@@ -44,8 +50,11 @@ class TrainConfig:
         role: ``target`` (trained on the demonstrations) or ``draft`` (distilled from ``teacher``).
         teacher: the target folder a draft learns from (its tokenizer is reused).
         base: fine-tune this local HF causal LM (and its tokenizer) instead of a fresh model.
-        epochs: passes over the data.
-        max_minutes: stop after this much training time (the model so far is saved).
+        epochs: passes over the data, resolved to ``ceil(examples / batch_size * epochs)`` steps (used
+            when ``steps`` is not given).
+        steps: optimiser steps of the whole run (the schedule's length; a resumed run goes on to it).
+        max_minutes: a cap on this run's training time: when it binds, the run stops at a checkpoint and the
+            summary's ``capped_by_minutes`` is true (``resume`` continues it to ``steps``).
         batch_size: examples per optimiser step.
         lr: peak learning rate (linear warm-up 5%, cosine decay).
         context: max tokens per example (default: the preset's).
@@ -66,6 +75,7 @@ class TrainConfig:
     teacher: str | None = None
     base: str | None = None
     epochs: float = 3.0
+    steps: int | None = None
     max_minutes: float | None = None
     batch_size: int = 8
     lr: float = 1e-3
@@ -225,6 +235,7 @@ def train_lm(cfg: TrainConfig) -> dict[str, Any]:
     else:
         tokenizer = train_tokenizer(chat_texts(demos), vocab_size=cfg.vocab_size or preset["vocab"])
     tokenizer.padding_side = "left"
+    tokenizer.save_pretrained(str(out))  # a run cut short resumes with this very vocabulary
     if cfg.role == "draft":
         demos = _distill_replies(cfg.teacher, demos, context, cfg.progress)
 
@@ -247,50 +258,38 @@ def train_lm(cfg: TrainConfig) -> dict[str, Any]:
         model = AutoModelForCausalLM.from_config(model_config(cfg.size, len(tokenizer), tokenizer))
     n_params = sum(p.numel() for p in model.parameters())
 
-    started = time.monotonic()
+    started, cpu0 = time.monotonic(), time.process_time()
     budget_s = None if cfg.max_minutes is None else cfg.max_minutes * 60
-
     steps_per_epoch = math.ceil(len(examples) / cfg.batch_size)
-    planned_steps = steps_per_epoch * cfg.epochs
+    planned_steps = int(cfg.steps) if cfg.steps else max(1, math.ceil(steps_per_epoch * cfg.epochs))
     warmup = max(1, int(0.05 * planned_steps))
+    capped = {"at": None}
 
-    class _Budget(TrainerCallback):
-        """Stops at ``max_minutes`` and fits the cosine decay into it. The Trainer's schedule runs over the
-        planned epochs, so a run cut by the clock used to stop with its learning rate near the peak. With a
-        budget, the decay's progress is the larger of the step fraction and the fraction of the budget spent,
-        so the schedule ends at whichever comes first — and a machine that speeds up or slows down mid-run
-        (shared cores) moves the decay with it instead of stopping early or late."""
+    class _Cap(TrainerCallback):
+        """Stops the run (with a checkpoint) once ``max_minutes`` of training time are spent. The schedule is
+        not touched: it depends on the step alone, so a capped run resumed later ends where an uncut one does."""
 
         t0 = time.monotonic()
 
         def on_train_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> Any:
-            self.t0 = time.monotonic()  # the budget is training time: tokenizer and encoding are not in it
-            return control
-
-        def on_step_begin(self, args: Any, state: Any, control: Any, **kw: Any) -> Any:
-            sched = getattr(
-                kw.get("lr_scheduler"), "scheduler", kw.get("lr_scheduler")
-            )  # accelerate may wrap it
-            if (
-                budget_s is not None
-                and hasattr(sched, "lr_lambdas")
-                and not getattr(sched, "_lynn_timed", False)
-            ):
-                lam = _cosine_lambda(warmup, planned_steps, lambda: (time.monotonic() - self.t0) / budget_s)
-                sched.lr_lambdas = [lam] * len(sched.lr_lambdas)
-                sched._lynn_timed = True
+            self.t0 = time.monotonic()  # the cap is training time: tokenizer and encoding are not in it
             return control
 
         def on_step_end(self, args: Any, state: Any, control: Any, **kw: Any) -> Any:
-            if budget_s is not None and time.monotonic() - self.t0 > budget_s:
+            if (
+                budget_s is not None
+                and time.monotonic() - self.t0 > budget_s
+                and state.global_step < planned_steps
+            ):
                 control.should_training_stop = True
                 control.should_save = True
+                capped["at"] = int(state.global_step)
             return control
 
     args = TrainingArguments(
         output_dir=str(out / "checkpoints"),
         per_device_train_batch_size=cfg.batch_size,
-        num_train_epochs=cfg.epochs,
+        max_steps=planned_steps,
         learning_rate=cfg.lr,
         lr_scheduler_type="cosine",
         warmup_steps=warmup,
@@ -315,11 +314,14 @@ def train_lm(cfg: TrainConfig) -> dict[str, Any]:
         args=args,
         train_dataset=examples,
         data_collator=_Collator(tokenizer.pad_token_id),
-        callbacks=[_Budget()],
+        callbacks=[_Cap()],
     )
     ckpts = sorted((out / "checkpoints").glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))
-    trainer.train(resume_from_checkpoint=str(ckpts[-1]) if cfg.resume and ckpts else None)
+    resume_from = ckpts[-1] if cfg.resume and ckpts else None
+    resumed_from = int(resume_from.name.split("-")[-1]) if resume_from else 0
+    trainer.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     minutes = (time.monotonic() - started) / 60
+    cpu_minutes = (time.process_time() - cpu0) / 60
 
     model.config.use_cache = True
     trainer.save_model(str(out))
@@ -338,10 +340,14 @@ def train_lm(cfg: TrainConfig) -> dict[str, Any]:
         "epochs_done": float(trainer.state.epoch or 0),
         "steps": int(trainer.state.global_step),
         "planned_steps": planned_steps,
+        "complete": int(trainer.state.global_step) >= planned_steps,
+        "capped_by_minutes": capped["at"] is not None,
+        "resumed_from_step": resumed_from,
         "final_lr": next(
             (float(h["learning_rate"]) for h in reversed(history) if "learning_rate" in h), None
         ),
         "minutes": minutes,
+        "cpu_minutes": cpu_minutes,
         "final_loss": float(losses[-1]) if losses else float("nan"),
         "loss_history": [(h["step"], h["loss"]) for h in history if "loss" in h],
         "config": asdict(cfg),
@@ -350,21 +356,3 @@ def train_lm(cfg: TrainConfig) -> dict[str, Any]:
     }
     (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=1))
     return summary
-
-
-def _cosine_lambda(warmup: int, planned: int, spent: Any = None) -> Any:
-    """Linear warm-up over the first ``warmup / planned`` of the schedule, then cosine decay to 0 (the shape
-    of transformers' ``cosine`` schedule). The schedule's progress is the step fraction, or ``spent()`` (the
-    fraction of a time budget used) when that is larger — warm-up included, so a short budget is not spent
-    warming up."""
-    warm = warmup / max(1, planned)
-
-    def lam(step: int) -> float:
-        q = step / max(1, planned)
-        if spent is not None:
-            q = max(q, spent())
-        if q < warm:
-            return q / warm
-        return 0.5 * (1.0 + math.cos(math.pi * min(1.0, (q - warm) / max(1e-9, 1.0 - warm))))
-
-    return lam

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -98,38 +99,63 @@ def test_bad_options_are_clear(evm_demos: Path, tmp_path: Path) -> None:
         train_lm(TrainConfig(data=str(tmp_path / "nothing"), out=str(tmp_path)))
 
 
-def test_a_run_cut_by_max_minutes_still_anneals(evm_demos: Path, tmp_path: Path) -> None:
-    """With a time budget far below the planned epochs, the cosine decay is fitted into the budget: the run
-    stops at the budget and its learning rate has come down (it used to stop near the peak, never annealed)."""
-    peak = 3e-3
-    summary = train_lm(
+def _weights(folder: Path) -> dict:
+    from transformers import AutoModelForCausalLM
+
+    return AutoModelForCausalLM.from_pretrained(folder).state_dict()
+
+
+def test_fixed_steps_are_reproducible_and_a_capped_run_resumes_to_the_same_weights(
+    evm_demos: Path, tmp_path: Path
+) -> None:
+    """Same data, seed and steps give the same weights; a run stopped by ``max_minutes`` says so, keeps its
+    checkpoint, and ``resume`` takes it on to the weights of the uncut run (one model over several runs)."""
+    import torch
+
+    def cfg(out: str, **kw: object) -> TrainConfig:
+        return TrainConfig(
+            data=str(evm_demos),
+            out=str(tmp_path / out),
+            size="tiny",
+            steps=6,
+            batch_size=4,
+            lr=3e-3,
+            progress=False,
+            threads=1,
+            **kw,
+        )
+
+    a, _ = train_lm(cfg("a")), train_lm(cfg("b"))
+    assert a["steps"] == a["planned_steps"] == 6 and a["complete"] and not a["capped_by_minutes"]
+    assert a["cpu_minutes"] > 0
+    wa, wb = _weights(tmp_path / "a"), _weights(tmp_path / "b")
+    assert all(torch.equal(wa[k], wb[k]) for k in wa)
+    other_seed = train_lm(cfg("s", seed=1))
+    assert other_seed["steps"] == 6
+    ws = _weights(tmp_path / "s")
+    assert not all(torch.equal(wa[k], ws[k]) for k in wa)  # the seed matters: the test can fail
+
+    cut = train_lm(cfg("c", max_minutes=1e-6))  # the cap binds after the first step
+    assert cut["capped_by_minutes"] and not cut["complete"] and cut["steps"] < 6
+    summary = json.loads((tmp_path / "c" / "lynn_train.json").read_text())
+    assert summary["capped_by_minutes"]
+    done = train_lm(cfg("c", resume=True))
+    assert done["complete"] and done["steps"] == 6 and done["resumed_from_step"] == cut["steps"]
+    wc = _weights(tmp_path / "c")
+    worst = max(float((wa[k] - wc[k]).abs().max()) for k in wa)
+    assert worst < 1e-6, worst
+
+
+def test_epochs_resolve_to_steps(evm_demos: Path, tmp_path: Path) -> None:
+    s = train_lm(
         TrainConfig(
             data=str(evm_demos),
-            out=str(tmp_path / "cut"),
+            out=str(tmp_path),
             size="tiny",
-            epochs=400,
-            batch_size=2,
-            lr=peak,
-            max_minutes=0.25,
+            epochs=0.5,
+            batch_size=4,
             progress=False,
             threads=1,
         )
     )
-    assert summary["steps"] < summary["planned_steps"] / 4  # cut by the clock
-    assert summary["minutes"] >= 0.9 * 0.25  # ... and only by the clock: it used its budget
-    assert summary["final_lr"] is not None and summary["final_lr"] < 0.35 * peak, summary["final_lr"]
-
-
-def test_budget_schedule_is_transformers_cosine_until_the_clock_binds() -> None:
-    import torch
-    from transformers.optimization import get_cosine_schedule_with_warmup
-
-    from lynn.lm.train import _cosine_lambda
-
-    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=1.0)
-    ref = get_cosine_schedule_with_warmup(opt, 50, 1000).lr_lambdas[0]
-    ours = _cosine_lambda(50, 1000)
-    assert max(abs(ref(s) - ours(s)) for s in range(1001)) < 1e-12
-    half_spent = _cosine_lambda(50, 1000, spent=lambda: 0.5)  # the clock is ahead of the steps
-    assert half_spent(10) == pytest.approx(ref(500)) and half_spent(900) == pytest.approx(ref(900))
-    assert _cosine_lambda(50, 1000, spent=lambda: 1.2)(10) == pytest.approx(0.0, abs=1e-12)
+    assert s["planned_steps"] == s["steps"] == math.ceil(math.ceil(s["examples"] / 4) * 0.5)
