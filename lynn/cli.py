@@ -608,7 +608,7 @@ def build_parser() -> argparse.ArgumentParser:
     lm.add_argument("--base", help="start from this local HF causal-LM folder (and its tokenizer)")
     lm.add_argument("--epochs", type=float, default=3.0)
     lm.add_argument("--steps", type=int, default=None, help="optimiser steps (default: --epochs as steps)")
-    lm.add_argument("--max-minutes", type=float, default=None, help="cap; stops at a checkpoint (--resume goes on)")
+    lm.add_argument("--max-minutes", type=float, default=None, help="cap: stops at a checkpoint")
     lm.add_argument("--batch-size", type=int, default=8)
     lm.add_argument("--lr", type=float, default=1e-3)
     lm.add_argument("--context", type=int, default=None, help="max tokens per example (default per size)")
