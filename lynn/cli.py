@@ -105,15 +105,23 @@ def cmd_eval(args: argparse.Namespace) -> int:
         backend=args.backend,
         address=args.address,
         label=args.label,
+        fresh=args.fresh,
     )
     summary = evaluate(cfg)
     if args.json:
         print(json.dumps(summary, sort_keys=True))
     else:
+        low, high = summary["success_wilson95"]
+        extra = "".join(
+            f", {name} {summary[key]:{fmt}}"
+            for key, name, fmt in (("mean_score", "score", ".3f"), ("mean_regret", "regret", ".2f"))
+            if key in summary
+        )
         print(
             f"{summary['env_id']} · {summary['label']}: {summary['episodes']} episodes, "
-            f"success {summary['success_rate']:.1%} ± {summary['success_ci95']:.1%}, "
-            f"mean reward {summary['mean_reward']:.3f} ± {summary['reward_ci95']:.3f} -> {summary['results']}"
+            f"success {summary['successes']}/{summary['episodes']} = {summary['success_rate']:.1%} "
+            f"(Wilson 95% {low:.1%}–{high:.1%}), "
+            f"mean reward {summary['mean_reward']:.3f} ± {summary['reward_ci95']:.3f}{extra} -> {summary['results']}"
         )
     return 0
 
@@ -541,6 +549,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--env-arg", action="append", metavar="KEY=VALUE", help="gym.make kwarg (JSON value)")
     p.add_argument("--agent-arg", action="append", metavar="KEY=VALUE", help="agent kwarg (JSON value)")
     p.add_argument("--max-steps", type=int)
+    p.add_argument(
+        "--fresh", action="store_true", help="start over: remove this run's earlier episodes first"
+    )
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     p.add_argument("--no-progress", action="store_true")
     p.add_argument("--backend", choices=("local", "ray"), default="local", help="ray: episodes on Ray actors")

@@ -1,7 +1,9 @@
 """Aggregate result folders into a leaderboard: Markdown, a self-contained HTML page, a PNG chart.
 
 Any folder tree holding ``episodes.jsonl`` files written by :mod:`lynn.eval.runner` works; rows are
-grouped by (env, split, row name, variant) and report mean ± 95% CI of success and reward. The row name
+grouped by (env, split, row name, variant). Each env is ranked by its own headline measure
+(:data:`HEADLINES`: Coordination by reward, % of the oracle and regret; the others by success rate).
+Success rates carry a Wilson 95% interval (0/10 is 0–27.8%, never ± 0); means carry Student's t. The row name
 is the run's ``label`` (``lynn eval --label``), else the agent name (results written before labels
 existed); the variant is the agent, its kwargs and the env's kwargs from the run's ``config.json`` (an
 env kwarg such as EVMQuest's ``profile`` changes the tasks, so it changes the row too). Two variants never
@@ -17,29 +19,51 @@ import hashlib
 import html
 import io
 import json
+import math
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lynn.eval.runner import CONFIG_FILE, RESULT_FILE, read_records
-from lynn.eval.stats import mean_ci95
+from lynn.eval.stats import mean_ci95, wilson_interval
 
 
 @dataclass(frozen=True)
 class Row:
-    """One leaderboard line (``agent`` is the row's name: the label, else the agent name)."""
+    """One leaderboard line (``agent`` is the row's name: the label, else the agent name).
+
+    ``success_ci`` is the Wilson 95% interval ``(low, high)``; ``score`` (an env's ``info["score"]``,
+    Coordination: the fraction of the oracle's success rate) and ``regret`` (summed per episode) are
+    ``nan`` where the env reports none.
+    """
 
     env_id: str
     split: str
     agent: str
     episodes: int
+    successes: int
     success: float
-    success_ci: float
+    success_ci: tuple[float, float]
     reward: float
     reward_ci: float
     mean_steps: float
     crashed: int
+    score: float = math.nan
+    score_ci: float = math.nan
+    regret: float = math.nan
+    regret_ci: float = math.nan
+
+
+#: Each env's headline measures, in ranking order (``success``, ``reward``, ``score``, ``regret``).
+#: Coordination's settled success against 90% of the oracle ties for most routers; its measure is reward.
+HEADLINES: dict[str, tuple[str, ...]] = {"Lynn/Coordination-v0": ("reward", "score", "regret")}
+DEFAULT_HEADLINE: tuple[str, ...] = ("success",)
+
+
+def headline(env_id: str) -> tuple[str, ...]:
+    """The measures that rank ``env_id``'s rows (:data:`HEADLINES`, else success)."""
+    return HEADLINES.get(env_id, DEFAULT_HEADLINE)
 
 
 def _variant(run_folder: Path) -> str:
@@ -113,46 +137,88 @@ def collect(root: str | Path) -> list[Row]:
     rows = []
     for (env_id, split, name, variant), recs in groups.items():
         values = list(recs.values())
-        s, s_ci = mean_ci95([1.0 if r["success"] else 0.0 for r in values])
+        wins = sum(1 for r in values if r["success"])
         rw, rw_ci = mean_ci95([float(r["reward"]) for r in values])
+        extra: dict[str, float] = {}
+        for key in ("score", "regret"):
+            if all(key in r for r in values):
+                extra[key], extra[f"{key}_ci"] = mean_ci95([float(r[key]) for r in values])
         rows.append(
             Row(
                 env_id,
                 split,
                 names[(env_id, split, name)][variant],
                 len(values),
-                s,
-                s_ci,
+                wins,
+                wins / len(values),
+                wilson_interval(wins, len(values)),
                 rw,
                 rw_ci,
                 sum(r["steps"] for r in values) / len(values),
                 sum(1 for r in values if r.get("traceback")),
+                **extra,
             )
         )
-    rows.sort(key=lambda r: (r.env_id, r.split, -r.success, -r.reward, r.agent))
+    rows.sort(key=lambda r: (r.env_id, r.split, *_rank(r), r.agent))
     return rows
 
 
-def _pct(mean: float, ci: float) -> str:
-    return f"{mean:.1%} ± {ci:.1%}"
+def _rank(row: Row) -> tuple[float, ...]:
+    """Sort key: best first by the env's headline measures (regret: lower is better), then reward."""
+    key = []
+    for m in (*headline(row.env_id), "reward"):
+        v = getattr(row, m)
+        v = -math.inf if v != v else v  # rows without the measure go last
+        key.append(v if m == "regret" and v != -math.inf else -v)
+    return tuple(key)
+
+
+def _rate(row: Row) -> str:
+    low, high = row.success_ci
+    return f"{row.successes}/{row.episodes} = {row.success:.1%} ({low:.1%}–{high:.1%})"
 
 
 def _num(mean: float, ci: float) -> str:
     return f"{mean:.3f} ± {ci:.3f}"
 
 
-HEADER = ["env", "split", "agent", "episodes", "success (95% CI)", "reward (95% CI)", "steps", "crashed"]
+def _measure(row: Row, name: str) -> str:
+    if name == "success":
+        return "success " + _rate(row)
+    if name == "reward":
+        return f"reward {row.reward:.1f} ± {row.reward_ci:.1f}"
+    if name == "score":
+        return f"{row.score:.1%} ± {row.score_ci:.1%} of oracle" if row.score == row.score else "—"
+    return f"regret {row.regret:.1f} ± {row.regret_ci:.1f}" if row.regret == row.regret else "—"
+
+
+HEADER = [
+    "env",
+    "split",
+    "agent",
+    "episodes",
+    "headline (95% CI)",
+    "success (Wilson 95%)",
+    "reward (95% CI)",
+    "steps",
+    "crashed",
+]
 
 
 def table_cells(rows: list[Row]) -> list[list[str]]:
-    """The leaderboard as strings, one list per row, in :data:`HEADER` order."""
+    """The leaderboard as strings, one list per row, in :data:`HEADER` order.
+
+    The headline cell is the env's own measures (:func:`headline`); an env ranked on another measure
+    than success shows ``—`` in the success column.
+    """
     return [
         [
             r.env_id,
             r.split,
             r.agent,
             str(r.episodes),
-            _pct(r.success, r.success_ci),
+            " · ".join(_measure(r, m) for m in headline(r.env_id)),
+            _rate(r) if "success" in headline(r.env_id) else "—",
             _num(r.reward, r.reward_ci),
             f"{r.mean_steps:.1f}",
             str(r.crashed),
@@ -182,10 +248,18 @@ def plot_png(rows: list[Row]) -> bytes:
     fig, axes = plt.subplots(1, n, figsize=(max(4.5, 4.2 * n), 3.6), squeeze=False)
     for ax, ((env_id, split), prs) in zip(axes[0], sorted(panels.items()), strict=False):
         names = [r.agent for r in prs]
-        ax.bar(names, [r.success for r in prs], yerr=[r.success_ci for r in prs], capsize=4, color="#4c78a8")
-        ax.set_ylim(0, 1.05)
+        if "success" in headline(env_id):
+            lows = [r.success - r.success_ci[0] for r in prs]
+            highs = [r.success_ci[1] - r.success for r in prs]
+            ax.bar(names, [r.success for r in prs], yerr=[lows, highs], capsize=4, color="#4c78a8")
+            ax.set_ylim(0, 1.05)
+            ax.set_ylabel("success rate (Wilson 95%)")
+        else:
+            ax.bar(
+                names, [r.reward for r in prs], yerr=[r.reward_ci for r in prs], capsize=4, color="#4c78a8"
+            )
+            ax.set_ylabel("mean reward (95% CI)")
         ax.set_title(f"{env_id} ({split})", fontsize=9)
-        ax.set_ylabel("success rate")
         ax.tick_params(axis="x", rotation=30, labelsize=8)
     if not panels:
         axes[0][0].text(0.5, 0.5, "no results", ha="center")
@@ -212,7 +286,7 @@ def to_html(rows: list[Row], png: bytes | None = None, title: str = "Lynn Gym le
 <style>body{{font-family:system-ui,sans-serif;margin:2rem;color:#222}}table{{border-collapse:collapse}}
 th,td{{border:1px solid #ccc;padding:4px 10px;text-align:left}}th{{background:#f3f3f3}}img{{max-width:100%;margin-top:1rem}}</style>
 </head><body><h1>{html.escape(title)}</h1>
-<p>Mean ± 95% confidence interval (Student's t) over episodes; same seeds give the same rows.</p>
+<p>Each env ranked by its own headline measure; success rates with a Wilson 95% interval, means ± 95% CI (Student's t); same seeds give the same rows.</p>
 <table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>
 {img}
 </body></html>

@@ -24,7 +24,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from lynn.eval.stats import mean_ci95
+from lynn.eval.stats import mean_ci95, wilson_interval
 
 RESULT_FILE = "episodes.jsonl"
 CONFIG_FILE = "config.json"
@@ -58,6 +58,7 @@ class EvalConfig:
         label: the leaderboard row's name (default: the agent name), for a variant of an agent, e.g.
             ``lm-grpo`` for agent ``lm`` with another model; it also names the run folder, so two
             variants write two folders under one ``out``.
+        fresh: start over: remove this run's folder first (default: resume from its episodes).
     """
 
     env_id: str
@@ -75,6 +76,7 @@ class EvalConfig:
     backend: str = "local"
     address: str | None = None
     label: str | None = None
+    fresh: bool = False
 
     def identity(self) -> dict[str, Any]:
         """The fields that define the results; a resumed run must match them."""
@@ -262,6 +264,7 @@ class _Episodes:
             if isinstance(profile, str) and profile not in ("", "default") and record["split"]:
                 record["split"] = f"{record['split']}/{profile}"
             total, steps, last_error = 0.0, 0, info.get("error")
+            regret: float | None = None
             while True:
                 t = time.perf_counter()
                 action = agent.act(obs, info)
@@ -276,6 +279,8 @@ class _Episodes:
                 if info.get("error"):
                     last_error = str(info["error"])
                     record["step_errors"] += 1
+                if isinstance(info.get("regret"), int | float):  # per-step regret (Coordination)
+                    regret = (regret or 0.0) + float(info["regret"])
                 if terminated or truncated or (self.cfg.max_steps and steps >= self.cfg.max_steps):
                     break
             record.update(
@@ -286,6 +291,8 @@ class _Episodes:
             )
             if "score" in info:
                 record["score"] = float(info["score"])
+            if regret is not None:
+                record["regret"] = regret
         except Exception as exc:  # an env or agent crash is a result, not the end of the run
             record["error"] = _error_text(exc)
             record["traceback"] = traceback.format_exc(limit=8)
@@ -393,8 +400,10 @@ def _run_ray(cfg: EvalConfig, todo: list[EpisodeSpec]) -> Iterator[dict[str, Any
             ray.shutdown()
 
 
-def _run_serial(cfg: EvalConfig, todo: list[EpisodeSpec]) -> Iterator[dict[str, Any]]:
-    runner = _Episodes(cfg)
+def _run_serial(
+    cfg: EvalConfig, todo: list[EpisodeSpec], runner: _Episodes | None = None
+) -> Iterator[dict[str, Any]]:
+    runner = runner or _Episodes(cfg)
     try:
         for spec in todo:
             yield runner.run(spec)
@@ -424,6 +433,7 @@ def summarize(records: list[dict[str, Any]], cfg: EvalConfig | None = None) -> d
     successes = [1.0 if r["success"] else 0.0 for r in records]
     mean_r, ci_r = mean_ci95(rewards)
     mean_s, ci_s = mean_ci95(successes)
+    low, high = wilson_interval(int(sum(successes)), len(successes))
     first = records[0] if records else {}
     summary: dict[str, Any] = {
         "env_id": bare_id(cfg.env_id) if cfg else first.get("env_id"),
@@ -432,12 +442,19 @@ def summarize(records: list[dict[str, Any]], cfg: EvalConfig | None = None) -> d
         "split": cfg.split if cfg else first.get("split"),
         "seed": cfg.seed if cfg else None,
         "episodes": len(records),
+        "successes": int(sum(successes)),
         "success_rate": mean_s,
-        "success_ci95": ci_s,
+        "success_ci95": ci_s,  # Student's t half-width, kept for old readers; report the Wilson interval
+        "success_wilson95": [low, high],
         "mean_reward": mean_r,
         "reward_ci95": ci_r,
         "mean_steps": (sum(r["steps"] for r in records) / len(records)) if records else 0.0,
         "crashed_episodes": sum(1 for r in records if r.get("traceback")),
+        **{
+            f"mean_{key}": mean_ci95([float(r[key]) for r in records])[0]
+            for key in ("score", "regret")
+            if records and all(key in r for r in records)
+        },
         "episode_seconds": (sum(r["timings"]["total_s"] for r in records) / len(records)) if records else 0.0,
     }
     return summary
@@ -460,32 +477,59 @@ def evaluate(cfg: EvalConfig) -> dict[str, Any]:
     _spec(cfg.env_id)
     specs = plan(cfg)
     out = run_dir(cfg)
-    out.mkdir(parents=True, exist_ok=True)
+    if cfg.fresh and out.exists():
+        import shutil
+
+        shutil.rmtree(out)
     config_path = out / CONFIG_FILE
     if config_path.exists():
         previous = json.loads(config_path.read_text())
         if previous != json.loads(json.dumps(cfg.identity())):
             raise EvalError(
-                f"{out} holds results of a different configuration; choose another --out or remove it"
+                f"{out} holds results of a different configuration; choose another --out, remove it, "
+                "or pass --fresh to start over"
             )
-    config_path.write_text(json.dumps(cfg.identity(), indent=2, sort_keys=True) + "\n")
-
     path = out / RESULT_FILE
     records = [r for r in read_records(path) if r["episode"] < len(specs)]
     done = {r["episode"] for r in records}
-    # Rewrite without a torn last line so appended lines stay parseable.
-    path.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in records), encoding="utf-8")
     todo = [s for s in specs if s.index not in done]
-
+    runner: _Episodes | None = None
     if todo:
         try:  # fail fast on a bad agent name, before any env or worker starts
             resolve_agent(cfg.agent, bare_id(cfg.env_id))
         except UnknownAgentError as exc:
             raise EvalError(str(exc)) from exc
+        # Build the env and the agent once before anything is recorded: a run that cannot start (a
+        # missing model, a bad kwarg) is a configuration error, not N failed episodes.
+        runner = _Episodes(cfg)
+        try:
+            runner._build()
+        except Exception as exc:
+            runner.close()
+            raise EvalError(f"{cfg.env_id} · {cfg.row_name} cannot start: {_error_text(exc)}") from exc
+        if cfg.workers > 1 or cfg.backend == "ray":
+            runner.close()  # the workers build their own
+            runner = None
+    out.mkdir(parents=True, exist_ok=True)
+    config_path.write_text(json.dumps(cfg.identity(), indent=2, sort_keys=True) + "\n")
+    # Rewrite without a torn last line so appended lines stay parseable.
+    path.write_text("".join(json.dumps(r, sort_keys=True) + "\n" for r in records), encoding="utf-8")
+    if records:
+        import sys
+
+        what = f"resumed {len(records)} of {len(specs)} episodes from {out}"
+        print(
+            f"{cfg.env_id} · {cfg.row_name}: "
+            + (what if todo else f"all {len(specs)} episodes already in {out} (--fresh starts over)"),
+            file=sys.stderr,
+            flush=True,
+        )
+
+    if todo:
         if cfg.backend == "ray":
             results = _run_ray(cfg, todo)
         else:
-            results = _run_parallel(cfg, todo) if cfg.workers > 1 else _run_serial(cfg, todo)
+            results = _run_parallel(cfg, todo) if cfg.workers > 1 else _run_serial(cfg, todo, runner)
         with path.open("a", encoding="utf-8") as fh, _Progress(cfg, len(specs), records) as bar:
             for rec in results:
                 fh.write(json.dumps(rec, sort_keys=True) + "\n")
@@ -496,6 +540,7 @@ def evaluate(cfg: EvalConfig) -> dict[str, Any]:
     records.sort(key=lambda r: r["episode"])
     summary = summarize(records, cfg)
     summary["results"] = str(path)
+    summary["resumed"] = len(done)
     (out / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     return summary
 

@@ -1,4 +1,4 @@
-"""Small statistics for results: mean and the half-width of a 95% confidence interval."""
+"""Small statistics for results: mean with a 95% confidence interval, and proportion intervals for rates."""
 
 from __future__ import annotations
 
@@ -30,3 +30,23 @@ def mean_ci95(values: Sequence[float]) -> tuple[float, float]:
         return mean, 0.0
     var = sum((v - mean) ** 2 for v in values) / (n - 1)
     return mean, t_quantile_975(n - 1) * math.sqrt(var / n)
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """The Wilson score interval of a proportion (95% by default): ``(low, high)`` within [0, 1].
+
+    Unlike mean ± t·s/√n it is never empty for 0/n or n/n (0/10 gives 0–27.8%) and never leaves
+    [0, 1] (8/10 gives 49.0–94.3%). ``(nan, nan)`` for ``n == 0``.
+    """
+    if n <= 0:
+        return math.nan, math.nan
+    if not 0 <= successes <= n:
+        raise ValueError(f"successes must be in [0, {n}], got {successes}")
+    p = successes / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    # Exact ends where the rate is 0 or 1 (floating point leaves 1e-17 there).
+    low = 0.0 if successes == 0 else max(0.0, centre - half)
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    return low, high

@@ -419,6 +419,39 @@ def test_bad_requests(tmp_path: Path) -> None:
     assert ProbeEnv.builds == 0
 
 
+def test_a_run_that_cannot_start_records_nothing(tmp_path: Path) -> None:
+    # A bad env kwarg or agent kwarg (or a missing model) fails once, before any episode, and leaves
+    # no results folder: not N "episodes" whose error is the same TypeError.
+    for kw in ({"env_kwargs": {"no_such_kwarg": 1}}, {"agent_kwargs": {"no_such_kwarg": 1}}):
+        with pytest.raises(EvalError, match="cannot start: TypeError"):
+            evaluate(cfg(tmp_path, episodes=3, **kw))
+    assert not any(tmp_path.iterdir()) and ProbeEnv.resets == 0
+
+
+def test_the_env_and_agent_are_built_once_for_a_serial_run(tmp_path: Path) -> None:
+    evaluate(cfg(tmp_path, episodes=3))
+    assert ProbeEnv.builds == 1 and ProbeAgent.log.count(("init", "")) == 1
+
+
+def test_resume_says_so_and_fresh_starts_over(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    evaluate(cfg(tmp_path, episodes=2))
+    c = cfg(tmp_path, episodes=3)
+    summary = evaluate(c)
+    out = run_dir(c)
+    assert summary["resumed"] == 2 and ProbeEnv.resets == 3  # only episode 2 ran again
+    assert f"resumed 2 of 3 episodes from {out}" in capsys.readouterr().err
+    evaluate(c)
+    assert f"all 3 episodes already in {out}" in capsys.readouterr().err and ProbeEnv.resets == 3
+    summary = evaluate(cfg(tmp_path, episodes=3, fresh=True))
+    assert summary["resumed"] == 0 and ProbeEnv.resets == 6 and len(records(c)) == 3
+    assert "resumed" not in capsys.readouterr().err
+    # --fresh also replaces results of another configuration in the same folder
+    with pytest.raises(EvalError, match="different configuration"):
+        evaluate(cfg(tmp_path, episodes=3, env_kwargs={"mode": "long"}))
+    evaluate(cfg(tmp_path, episodes=1, env_kwargs={"mode": "long"}, fresh=True))
+    assert [r["reward"] for r in records(c)] == [0.5]
+
+
 def test_names() -> None:
     assert bare_id("lynn:Lynn/X-v0") == "Lynn/X-v0" and bare_id("Lynn/X-v0") == "Lynn/X-v0"
     assert slug("Lynn/EVMQuest-v0") == "Lynn_EVMQuest-v0" and slug("a b::c") == "a_b_c" and slug("//") == "x"
@@ -534,7 +567,7 @@ def test_config_dict_is_every_field() -> None:
     assert d["seed"] == 2 and d["env_kwargs"] == {"a": 1} and d["backend"] == "local" and d["address"] is None
     assert set(d) == {
         "env_id", "agent", "episodes", "seed", "workers", "out", "split", "tasks", "env_kwargs", "agent_kwargs",
-        "max_steps", "progress", "backend", "address", "label",
+        "max_steps", "progress", "backend", "address", "label", "fresh",
     }  # fmt: skip
 
 

@@ -15,6 +15,7 @@ from lynn.envs.liveweb.actions import STOP_ACTIONS, ActionError, parse_actions
 from lynn.envs.liveweb.liveweb_env import UnicodeText
 from lynn.envs.worldmodel.delta import apply_delta_text
 
+ENV_ID = "Lynn/WebWorldModel-v0"
 OBS_KEYS = ("goal", "url", "title", "axtree", "open_pages", "last_action", "last_action_error")
 
 
@@ -55,10 +56,14 @@ class WebWorldModelEnv(gym.Env):
     ``last_action_error`` stays what LiveWeb would show (the action itself was valid).
 
     ## Arguments
-    - ``model``: a ``lynn train world-model`` folder (or a local HF causal-LM folder); required: without
-      it ``make`` raises a ``ValueError`` that says how to train one (nothing is trained at ``make``).
+    - ``model``: a ``lynn train world-model`` folder (or a local HF causal-LM folder), or a zoo name
+      (``"zoo:webworld"``: :mod:`lynn.zoo`). Default: the zoo's world model for this id (``zoo:webworld``,
+      page memory + nearest neighbour), with the zoo's reward model (``zoo:web-reward``) unless
+      ``reward_model`` or ``self_assess`` is given. Nothing is trained at ``make``.
     - ``reward_model``: a folder/``reward.json`` from ``lynn train reward-model`` (or ``lynn train
-      world-model --reward``); ``self_assess=True`` asks the world model's LM instead (needs an LM).
+      world-model --reward``) or a zoo name; with an explicit ``model`` and no ``reward_model`` the
+      reward is 0 (``info["reward_note"]`` says so); ``self_assess=True`` asks the world model's LM
+      instead (needs an LM).
     - ``split``: ``"train"``, ``"test"`` or ``None`` — which recorded start pages ``reset`` draws from.
     - ``starts``: a ``starts.jsonl`` or ``lynn collect`` transitions file/folder of start pages
       (default: the model folder's ``starts.jsonl``).
@@ -72,7 +77,7 @@ class WebWorldModelEnv(gym.Env):
     ``nondeterministic=True``), and at the end ``success`` (P ≥ threshold), ``score`` (P(success)).
 
     ## Version History
-    - v0: initial version.
+    - v0: initial version; ``model``/``reward_model`` default to the zoo's (before: ``model`` was required).
     """
 
     metadata = {"render_modes": []}
@@ -101,12 +106,16 @@ class WebWorldModelEnv(gym.Env):
             raise ValueError(f"split must be 'train', 'test' or None, got {split!r}")
         if reward_mode not in ("binary", "prob"):
             raise ValueError(f"reward_mode must be 'binary' or 'prob', got {reward_mode!r}")
+        from lynn import zoo
+
+        if world_model is None and model is None and llm_url is None:
+            # Like every Gymnasium id, the defaults work: the zoo's world model and its reward model.
+            model = zoo.default_for(ENV_ID, "model")
+            if reward_model is None and not self_assess:
+                reward_model = zoo.default_for(ENV_ID, "reward_model")
+        model = zoo.resolve(model)
+        reward_model = zoo.resolve(reward_model)
         if world_model is None:
-            if model is None and llm_url is None:
-                raise ValueError(
-                    f"Lynn/WebWorldModel-v0 needs model=PATH (a world-model folder); {TRAIN_HINT} "
-                    "(`--kind memory` builds one in seconds), and reward_model=PATH from `lynn train reward-model`"
-                )
             if model is not None and llm_url is None and not Path(model).exists():
                 raise ValueError(f"no world model at {model}; {TRAIN_HINT}")
             world_model = load_world_model(
@@ -165,8 +174,12 @@ class WebWorldModelEnv(gym.Env):
         **_: Any,
     ) -> list[dict[str, Any]]:
         """The task instances with a recorded start page (``task_id``, ``split``, ``description``)."""
+        from lynn import zoo
         from lynn.envs.worldmodel.model import STARTS_FILE
 
+        if starts is None and model is None:
+            model = zoo.default_for(ENV_ID, "model")
+        model = zoo.resolve(model)
         src = starts or (Path(model) / STARTS_FILE if model else None)
         if src is None:
             return []
