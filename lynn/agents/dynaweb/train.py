@@ -259,6 +259,7 @@ def train_dynaweb(cfg: DynaWebConfig) -> dict[str, Any]:
                 "answered": float(np.mean([bool(t.info.get("terminated")) for t in trajs])),
                 "zero_std_groups": float(np.mean([np.std([t.reward for t in g]) < 1e-8 for g in groups])),
                 "expert_trajectories": len(experts),
+                "expert_tasks": [t.task_id for t in experts],
                 "tasks": [tasks[int(k)] for k in picked],
                 "rollout_s": rollout_s,
                 **m,
