@@ -3,8 +3,8 @@
 `import lynn` runs this module. Entry points are ``"module:Class"`` strings so that nothing heavy
 (torch, web3, playwright) is imported until an env is actually made.
 
-Each env also names, in :data:`SUITE`, the agents and episode budget that ``make run`` /
-``lynn suite`` puts on the leaderboard for it, and a one-line description for ``lynn envs``.
+Each entry carries a one-line description for ``lynn envs``. What ``make run`` puts on the leaderboard
+for each id lives with the job itself (:mod:`lynn.suite.plan`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import gymnasium as gym
 
 @dataclass(frozen=True)
 class EnvEntry:
-    """One registered env: the Gymnasium spec arguments plus what the suite runs on it."""
+    """One registered env: the Gymnasium spec arguments and a description."""
 
     id: str
     entry_point: str
@@ -25,11 +25,6 @@ class EnvEntry:
     max_episode_steps: int | None = None
     nondeterministic: bool = False
     kwargs: dict[str, Any] = field(default_factory=dict)
-    # The leaderboard job (`lynn suite`, `make run`): agents and episodes on the embedded defaults.
-    # Agent "lm" is the in-repo language model (lynn.eval.suite_model: trained on the first run, cached).
-    suite_agents: tuple[str, ...] = ("random",)
-    suite_episodes: int = 10
-    suite_kwargs: dict[str, Any] = field(default_factory=dict)
 
 
 ENTRIES: list[EnvEntry] = [
@@ -38,8 +33,6 @@ ENTRIES: list[EnvEntry] = [
         entry_point="lynn.envs.coordination.coordination_env:CoordinationEnv",
         description="route a stream of subtasks to a pool of LLM workers (Symphony-Coord contextual bandit)",
         max_episode_steps=1000,
-        suite_agents=("random", "round-robin", "static", "epsilon-greedy", "thompson", "linucb", "oracle"),
-        suite_episodes=5,
     ),
     EnvEntry(
         id="Lynn/LiveWeb-v0",
@@ -47,9 +40,6 @@ ENTRIES: list[EnvEntry] = [
         description="web tasks in a real Chromium on bundled shop/forum/admin sites (WebArena-format tasks)",
         max_episode_steps=30,
         nondeterministic=True,
-        suite_agents=("random", "expert", "lm"),
-        suite_episodes=10,
-        suite_kwargs={"split": "test"},
     ),
     EnvEntry(
         id="Lynn/WebWorldModel-v0",
@@ -57,9 +47,7 @@ ENTRIES: list[EnvEntry] = [
         description="the LiveWeb tasks stepped by a learned web world model (DynaWeb Δ) and a reward model",
         max_episode_steps=30,
         nondeterministic=True,  # info["timings"] are wall-clock; an LM world model may sample
-        # Needs model=/reward_model= folders: `lynn suite` builds a page-memory one from LiveWeb runs and
-        # evaluates the test instances of its LiveWeb rows (lynn.cli._suite_world_model).
-        suite_agents=("random", "expert"),
+        # model=/reward_model= default to the zoo's (models/webworld, models/web-reward: lynn.zoo).
     ),
     EnvEntry(
         id="Lynn/EVMQuest-v0",
@@ -68,14 +56,10 @@ ENTRIES: list[EnvEntry] = [
         max_episode_steps=20,
         # Block timestamps follow the wall clock and info["timings"] varies; seeds fix task and score.
         nondeterministic=True,
-        suite_agents=("random", "oracle", "lm"),
-        suite_episodes=12,
-        suite_kwargs={"split": "atomic"},
     ),
 ]
 
 ENV_IDS: list[str] = [entry.id for entry in ENTRIES]
-SUITE: dict[str, EnvEntry] = {entry.id: entry for entry in ENTRIES}
 
 
 def register_envs() -> None:

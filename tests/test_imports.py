@@ -18,7 +18,7 @@ from tests.conftest import REPO, run_python
 
 grimp = pytest.importorskip("grimp", reason="grimp is in the dev extra: pip install -e '.[dev]'")
 
-ENV_LAYERS_ABOVE = ["agents", "cli", "eval", "wrappers", "bench", "__main__"]
+ENV_LAYERS_ABOVE = ["agents", "cli", "eval", "wrappers", "bench", "suite", "__main__"]
 
 # (importer, forbidden, why): every name is relative to the top package (``lynn``).
 CONTRACTS: list[tuple[str, list[str], str]] = [
@@ -29,12 +29,12 @@ CONTRACTS: list[tuple[str, list[str], str]] = [
     ),
     (
         "lm",
-        ["agents", "envs", "cli", "eval", "wrappers", "bench", "__main__"],
+        ["agents", "envs", "cli", "eval", "wrappers", "bench", "suite", "__main__"],
         "lm/ is shared by envs and agents",
     ),
     (
         "eval",
-        ["envs", "wrappers", "cli", "bench", "__main__"],
+        ["envs", "wrappers", "cli", "bench", "suite", "__main__"],
         "eval/ drives env -> agent -> env; it imports no env module and not the wrappers",
     ),
     (
@@ -44,10 +44,32 @@ CONTRACTS: list[tuple[str, list[str], str]] = [
     ),
     (
         "agents",
-        ["cli", "eval", "wrappers", "bench", "__main__"],
+        ["cli", "eval", "wrappers", "bench", "suite", "__main__"],
         "agents act in envs; the runners drive them",
     ),
-    ("registry", ["envs", "agents", "cli", "eval", "wrappers", "bench", "lm"], "entry points are strings"),
+    (
+        "registry",
+        ["envs", "agents", "cli", "eval", "wrappers", "bench", "lm", "suite"],
+        "entry points are strings",
+    ),
+    ("suite", ["cli", "bench", "__main__"], "lynn/suite (the make-run job) sits under the CLI only"),
+    (
+        "zoo",
+        [
+            "envs",
+            "agents",
+            "cli",
+            "eval",
+            "wrappers",
+            "bench",
+            "lm",
+            "suite",
+            "registry",
+            "system",
+            "__main__",
+        ],
+        "lynn.zoo is a leaf (standard library and lynn.errors): every layer resolves zoo names",
+    ),
     ("system", ["*"], "lynn.system is a leaf (standard library only)"),
     ("errors", ["*"], "lynn.errors is a leaf"),
     ("raytools", ["*"], "lynn.raytools is a leaf"),
@@ -100,6 +122,24 @@ def test_only_the_entry_points_import_the_cli_and_only_the_cli_imports_bench(gra
     for m in bench_modules:
         importers = g.find_modules_that_directly_import(m)  # type: ignore[attr-defined]
         assert importers <= bench_modules | {"lynn.cli"}, (m, importers)
+
+
+def test_only_the_cli_imports_the_suite(graph: object) -> None:
+    g = graph
+    suite = {m for m in g.modules if m == "lynn.suite" or m.startswith("lynn.suite.")}  # type: ignore[attr-defined]
+    assert "lynn.suite.run" in suite
+    for m in suite:
+        importers = g.find_modules_that_directly_import(m)  # type: ignore[attr-defined]
+        assert importers <= suite | {"lynn.cli"}, (m, importers)
+
+
+def test_no_module_names_a_higher_floor_in_a_string_default() -> None:
+    # A "module:callable" default is an import too, hidden from the graph: the real pool's default
+    # workers once reached up into lynn.bench this way.
+    for path in (REPO / "lynn" / "envs").rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        for floor in ("lynn.bench", "lynn.eval", "lynn.cli", "lynn.suite", "lynn.wrappers"):
+            assert f'"{floor}.' not in text and f"'{floor}." not in text, (path, floor)
 
 
 def test_a_wrong_way_import_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -363,10 +363,12 @@ class ProcessWorker:
 
 
 # --- factories --------------------------------------------------------------------------------
-#: The folder ``lynn suite`` / ``make run`` trains its LM into on the first run (the same path as
-#: ``lynn.eval.suite_model.DEFAULT_DIR``; agents may not import ``eval/``, so it is repeated here and a
-#: test checks the two agree). :func:`lynn.bench.coordination_real.suite_pool` trains it if missing.
-SUITE_LM = "models/suite-lm"
+#: The LM workers' reply budget per attempt when the target is the zoo's (no ``target``, no
+#: ``$LYNN_LM_TARGET``): a small in-repo LM fails by running to its budget, 3 attempts per execution, and
+#: no LM success measured in this pool needed more than 48 tokens (47 successes, 15-48 tokens), so the
+#: default pool caps a reply at 128 tokens (BENCHMARKS.md, real pool from a fresh clone).
+ZOO_MAX_NEW_TOKENS = 128
+EVMQUEST = "Lynn/EVMQuest-v0"
 #: Workers that need a draft model.
 NEEDS_DRAFT = ("lm-draft", "lm-mars")
 
@@ -388,10 +390,12 @@ def evmquest_pool(
     """The real pool's Lynn workers, one process each.
 
     Args:
-        target: the in-repo target model folder (default ``$LYNN_LM_TARGET``, else :data:`SUITE_LM`,
-            the LM ``lynn suite`` trains on its first run).
-        draft: its draft (default ``$LYNN_LM_DRAFT``); without one, ``lm-draft`` and ``lm-mars`` are
-            left out of the default pool (asking for them is an error).
+        target: the in-repo target model folder or ``zoo:NAME`` (default ``$LYNN_LM_TARGET``, else the
+            zoo's EVMQuest LM, :func:`lynn.zoo.default_for`; then the reply budget defaults to
+            :data:`ZOO_MAX_NEW_TOKENS`).
+        draft: its draft (default ``$LYNN_LM_DRAFT``, else the zoo's EVMQuest draft when the target is the
+            zoo's and the zoo has one); without one, ``lm-draft`` and ``lm-mars`` are left out of the
+            default pool (asking for them is an error).
         include: which of ``lm-target``, ``lm-draft``, ``lm-mars``, ``lm-sampler``, ``oracle`` (and
             ``openai`` when ``llm_url`` is given) to build; default all (those the models allow).
         oracle_failure: injected failure rate of the oracle worker.
@@ -408,8 +412,26 @@ def evmquest_pool(
         ValueError: for an unknown worker, a missing model folder (saying which command makes it), or
             a draft-based worker without a draft.
     """
-    target = target or os.environ.get("LYNN_LM_TARGET") or SUITE_LM
+    from lynn import zoo
+
+    target = target or os.environ.get("LYNN_LM_TARGET")
     draft = draft or os.environ.get("LYNN_LM_DRAFT") or None
+    no_zoo_lm: zoo.ZooError | None = None
+    if target is None:  # the zoo's LM (raised below, naming model=PATH, if an LM worker needs it)
+        try:
+            target = zoo.default_for(EVMQUEST, "lm")
+        except zoo.ZooError as exc:
+            no_zoo_lm = exc
+        else:
+            if max_new_tokens is None:
+                max_new_tokens = ZOO_MAX_NEW_TOKENS
+            if draft is None:
+                try:
+                    draft = zoo.default_for(EVMQUEST, "draft")
+                except zoo.ZooError:
+                    draft = None
+    target, draft = zoo.resolve(target), zoo.resolve(draft)
+    web_target, web_draft = zoo.resolve(web_target), zoo.resolve(web_draft)
     names = ["lm-target", "lm-draft", "lm-mars", "lm-sampler", "oracle"]
     wanted = list(include) if include is not None else [*names, *(["openai"] if llm_url else [])]
     unknown = [w for w in wanted if w not in names and w != "openai"]
@@ -423,14 +445,13 @@ def evmquest_pool(
                 f"workers {[w for w in wanted if w in NEEDS_DRAFT]} need a draft model: pass draft=PATH "
                 f"(or $LYNN_LM_DRAFT; make one with `lynn train lm --role draft --teacher {target} ...`)"
             )
-    if any(w.startswith("lm-") for w in wanted) and not Path(target).exists():
-        how = (
-            "`lynn suite` (or `make run`) trains it on its first run, or use the factory "
-            "'lynn.bench.coordination_real:suite_pool', which does the same"
-            if Path(target) == Path(SUITE_LM)
-            else "train one with `lynn train lm`"
+    if any(w.startswith("lm-") for w in wanted) and no_zoo_lm is not None:
+        raise no_zoo_lm
+    if any(w.startswith("lm-") for w in wanted) and not Path(target or "").exists():
+        raise ValueError(
+            f"target model {target!r} does not exist: train one with `lynn train lm`, or pass target=PATH "
+            "or a zoo name (target='zoo:evm-lm'; `lynn zoo list`)"
         )
-        raise ValueError(f"target model {target!r} does not exist: {how}; or pass target=PATH")
     lm_settings: dict[str, dict[str, Any]] = {
         "lm-target": {"model": target},
         "lm-draft": {"model": draft},

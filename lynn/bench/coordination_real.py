@@ -19,15 +19,14 @@ Routers: our LinUCB (with and without stage-1 screening), linear Thompson, MABWi
 single" is the gap in successes to the best single worker over the same stream.
 
 Run: ``lynn bench coordination_real [--target PATH --draft PATH]`` (or
-``benchmarks/bench_coordination_real.py``); without ``--target`` it uses the suite LM
-(:func:`suite_pool`: ``models/suite-lm``, trained on the first run).
+``benchmarks/bench_coordination_real.py``); without ``--target`` it uses the zoo's EVMQuest LM
+(``zoo:evm-lm``: the real pool's default workers, :func:`lynn.agents.workers.evmquest_pool`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -46,49 +45,6 @@ from lynn.envs.coordination.coordination_env import CoordinationEnv
 from lynn.envs.coordination.metrics import recovery_time
 from lynn.envs.coordination.workers_protocol import WorkerDied
 from lynn.errors import UsageError
-
-#: The default (suite-LM) pool's reply budget per attempt (see :func:`suite_pool`).
-SUITE_MAX_NEW_TOKENS = 128
-
-
-def suite_pool(
-    target: str | None = None,
-    lm_minutes: float = 15.0,
-    progress: bool = True,
-    **kwargs: Any,
-) -> list[Any]:
-    """The real pool's default workers on a fresh clone: the suite LM, trained on the first run.
-
-    The default ``workers`` factory of ``scenario="real-pool"``. The target is ``target``, else
-    ``$LYNN_LM_TARGET``, else the LM that ``lynn suite`` / ``make run`` puts on the leaderboard
-    (``models/suite-lm``), trained here by the suite's own helper
-    (:func:`lynn.eval.suite_model.ensure_suite_model`, collection then a ``lm_minutes`` budget) if
-    it is not there yet, and reused from then on. (This lives here rather than in
-    :mod:`lynn.agents.workers` because agents may not import ``eval/``.) With the suite LM (no
-    ``target``, no ``$LYNN_LM_TARGET``) the LM workers' reply budget is :data:`SUITE_MAX_NEW_TOKENS`
-    (128 tokens per attempt, 3 attempts) unless ``max_new_tokens`` is given, so that the first run's
-    calibration is affordable on CPU. Everything else goes to
-    :func:`lynn.agents.workers.evmquest_pool`; without a draft (``draft=`` or ``$LYNN_LM_DRAFT``)
-    the pool is ``lm-target``, ``lm-sampler`` and ``oracle-f30``.
-    """
-    from lynn.agents.workers import evmquest_pool
-
-    target = target or os.environ.get("LYNN_LM_TARGET")
-    if target is None:
-        # The suite LM (15 loaded minutes of training) is weak: at LMPolicy's 640-token budget every
-        # execution it fails runs 3 x 640 tokens (30-140 s on CPU). No LM success measured in this
-        # pool needed more than 48 tokens in all (47 successes, 15-48 tokens), so its pool
-        # caps a reply at SUITE_MAX_NEW_TOKENS, 5x fewer tokens per failure and no measured success lost.
-        kwargs.setdefault("max_new_tokens", SUITE_MAX_NEW_TOKENS)
-        from lynn.eval.suite_model import DEFAULT_DIR, ensure_suite_model
-
-        if not (DEFAULT_DIR / "config.json").exists():
-            print(
-                f"real-pool: no LM at {DEFAULT_DIR}; training the suite LM first (as `lynn suite` does, once)",
-                flush=True,
-            )
-        target = ensure_suite_model(DEFAULT_DIR, minutes=lm_minutes, progress=progress)
-    return evmquest_pool(target=target, **kwargs)
 
 
 class FixedWorker(Agent):
@@ -328,7 +284,7 @@ def markdown(results: list[Result], seeds: int, steps: int, note: str = "") -> s
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--target",
-        help="the target model folder (default $LYNN_LM_TARGET, else models/suite-lm, trained on first run)",
+        help="the target model folder or zoo:NAME (default $LYNN_LM_TARGET, else the zoo's zoo:evm-lm)",
     )
     parser.add_argument(
         "--draft", help="its draft model folder (default $LYNN_LM_DRAFT; without one: no lm-draft, lm-mars)"
@@ -387,8 +343,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from lynn import zoo
+
     for p in (args.target, args.draft, args.web_target, args.web_draft):
-        if p is not None and not Path(p).exists():
+        if p is not None and not Path(zoo.resolve(p)).exists():
             raise UsageError(
                 f"model folder {p!r} not found; pass --target/--draft (train with `lynn train lm`)"
             )

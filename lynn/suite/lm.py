@@ -1,10 +1,11 @@
-"""The in-repo LM that ``make run`` (``lynn suite``) puts on the leaderboard as agent ``lm``.
+"""``lynn suite --train``: the suite trains its own LM instead of evaluating the zoo's.
 
-Nothing is downloaded: on the first run the suite collects demonstrations from the privileged agents
-(EVMQuest oracle on train seeds of every atomic task; LiveWeb expert on every 4th train task) and
-trains a ``base`` target within a wall-clock budget; later runs reuse the cached folder. Pass
-``lynn suite --lm-model DIR`` to put another model (e.g. one trained longer with ``lynn train lm``)
-on the leaderboard instead.
+By default ``make run`` puts the zoo's LMs (``zoo:evm-lm``, ``zoo:web-lm``; :mod:`lynn.zoo`) on the
+leaderboard as agent ``lm``. With ``--train`` the suite collects demonstrations from the privileged
+agents (EVMQuest oracle on train seeds of every atomic task; LiveWeb expert on every 4th train task) and
+trains a ``base`` target for a fixed number of steps (:data:`EPOCHS` epochs of that data, seed 0: the same
+weights every time; a ``minutes`` cap is reported when it binds), cached in :data:`DEFAULT_DIR`. Pass
+``lynn suite --lm-model DIR`` to put another model on the leaderboard instead.
 """
 
 from __future__ import annotations
@@ -14,15 +15,22 @@ import time
 from pathlib import Path
 from typing import Any
 
-DEFAULT_DIR = Path("models") / "suite-lm"
+DEFAULT_DIR = Path("build") / "suite-lm"
+EPOCHS = 6
 EVM_SEEDS = list(range(100_000, 100_008))
 WEB_STRIDE = 4
 
 
 def ensure_suite_model(
-    path: str | Path = DEFAULT_DIR, minutes: float = 15.0, progress: bool = True, with_web: bool = True
+    path: str | Path = DEFAULT_DIR,
+    minutes: float | None = None,
+    progress: bool = True,
+    with_web: bool = True,
 ) -> str:
-    """The model folder, trained first if it is not there (prints what it does and how long it took)."""
+    """The model folder, trained first if it is not there (prints what it does and how long it took).
+
+    Training is :data:`EPOCHS` epochs (a fixed step count for this data); ``minutes`` only caps it.
+    """
     from lynn.eval.collect import CollectConfig, collect
     from lynn.eval.runner import list_tasks
     from lynn.lm.train import TrainConfig, train_lm
@@ -52,13 +60,15 @@ def ensure_suite_model(
                 )
             )
         stamp.write_text(json.dumps(counts))
-    print(f"lynn suite: training the suite LM ({minutes:g} min budget) …", flush=True)
+    cap = f", capped at {minutes:g} min" if minutes else ""
+    print(f"lynn suite: training the suite LM ({EPOCHS} epochs, seed 0{cap}) …", flush=True)
     summary = train_lm(
         TrainConfig(
             data=str(data),
             out=str(path),
             size="base",
-            epochs=6,
+            epochs=EPOCHS,
+            seed=0,
             max_minutes=minutes,
             lr=1e-3,
             progress=progress,

@@ -1,6 +1,8 @@
-"""The world model ``make run`` (``lynn suite``) builds for ``Lynn/WebWorldModel-v0``, and its comparison row.
+"""The suite's ``Lynn/WebWorldModel-v0`` rows: the world model ``lynn suite --train`` builds, and imagined vs real.
 
-Nothing is downloaded and no LM is trained: the suite's world model is the **page memory** (pages seen in
+By default the suite's WebWorldModel rows use the zoo's world model and reward model (``zoo:webworld``,
+``zoo:web-reward``: the env's defaults). With ``--train`` it builds its own, as below. Nothing is
+downloaded and no LM is trained: that world model is the **page memory** (pages seen in
 training keyed by URL, with the nearest training transition's Δ where memory has nothing; see
 :class:`lynn.envs.worldmodel.baselines.MemoryModel`) plus the logistic reward model, both fitted in
 seconds from LiveWeb transitions the suite records itself with ``lynn collect``:
@@ -13,8 +15,8 @@ seconds from LiveWeb transitions the suite records itself with ``lynn collect``:
 - ``test/``: the expert on the test instances the suite evaluates: their real start pages (what the
   env resets to) and their real outcomes. Test transitions never enter the model (train split only).
 
-The collection itself is passed in (``collect``: see :data:`Collect`),
-because envs never import the runners (:mod:`lynn.eval.collect` lives above them); the CLI passes it.
+The collection itself is passed in (``collect``: see :data:`Collect`; :mod:`lynn.suite.run` wraps
+``lynn collect``).
 
 :func:`imagined_vs_real` reads the suite's result files and puts imagined success (WebWorldModel) next to
 real success (LiveWeb) of the same task instances and agent.
@@ -29,7 +31,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-DEFAULT_DIR = Path("models") / "suite-worldmodel"
+DEFAULT_DIR = Path("build") / "suite-worldmodel"
 TRAIN_STRIDE = 4
 EPS_STRIDE = 24
 EPSILON = 0.2
@@ -78,7 +80,7 @@ def ensure_suite_world_model(
     Args:
         test_tasks: LiveWeb test task ids the suite evaluates (their start pages are recorded).
         train_tasks: the LiveWeb train task ids (every ``TRAIN_STRIDE``-th is collected).
-        collect: see :data:`Collect` (the CLI wraps ``lynn collect``).
+        collect: see :data:`Collect` (:mod:`lynn.suite.run` wraps ``lynn collect``).
         path: output folder (``worldmodel.json``, ``memory.jsonl``, ``starts.jsonl``, ``reward.json``).
         reuse: folders that may already hold expert train transitions of the same tasks (suite LM data).
         with_eps: also collect ε-random and random-agent failures for the reward model.

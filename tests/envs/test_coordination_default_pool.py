@@ -1,38 +1,40 @@
-"""The real pool's default workers on a fresh clone (issue 16's Done-when): the suite LM, not a
-model the repository does not ship.
+"""The real pool's default workers on a fresh clone: the zoo's EVMQuest LM (``zoo:evm-lm``), nothing trained.
 
-No process starts here: workers boot on their first call.
+A temporary zoo (``$LYNN_ZOO``) holds a tiny LM as ``evm-lm`` (and ``evm-draft``). No process starts
+here: workers boot on their first call.
 """
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
-from lynn.agents.workers import NEEDS_DRAFT, SUITE_LM, evmquest_pool
-from lynn.bench.coordination_real import SUITE_MAX_NEW_TOKENS
+from lynn import zoo
+from lynn.agents.workers import NEEDS_DRAFT, ZOO_MAX_NEW_TOKENS, evmquest_pool
 from lynn.envs.coordination import CoordinationEnv
 
-
-def test_the_default_target_is_the_folder_the_suite_trains() -> None:
-    from lynn.eval.suite_model import DEFAULT_DIR
-
-    assert Path(SUITE_LM) == DEFAULT_DIR
+EVM = "Lynn/EVMQuest-v0"
 
 
 @pytest.fixture
 def clone(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A working directory like a fresh clone's: no models/, no LYNN_LM_* variables."""
+    """A fresh clone's situation with an empty zoo and no LYNN_LM_* variables."""
     monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("LYNN_ZOO", str(tmp_path / "models"))
+    (tmp_path / "models").mkdir()
     monkeypatch.delenv("LYNN_LM_TARGET", raising=False)
     monkeypatch.delenv("LYNN_LM_DRAFT", raising=False)
     return tmp_path
 
 
-def test_without_the_suite_lm_the_factory_says_which_command_makes_it(clone: Path) -> None:
-    with pytest.raises(ValueError, match=r"models/suite-lm.*`lynn suite` \(or `make run`\) trains it"):
+def _ship(name: str, folder: Path, role: str) -> str:
+    zoo.add(name, folder, {"kind": "lm-" + role, "description": "test", "default_for": {EVM: role}})
+    return str(zoo.zoo_dir() / name)
+
+
+def test_without_a_zoo_lm_the_factory_says_what_to_pass(clone: Path) -> None:
+    with pytest.raises(ValueError, match=r"no lm for Lynn/EVMQuest-v0: pass model=PATH"):
         evmquest_pool()
     with pytest.raises(ValueError, match=r"train one with `lynn train lm`"):
         evmquest_pool(target="no/such/model")
@@ -40,20 +42,35 @@ def test_without_the_suite_lm_the_factory_says_which_command_makes_it(clone: Pat
     assert [w.name for w in evmquest_pool(include=["oracle"])] == ["oracle-f30"]
 
 
-def test_the_default_real_pool_uses_the_cached_suite_lm(clone: Path, tiny_lm: Path) -> None:
-    shutil.copytree(tiny_lm, clone / SUITE_LM)  # as `lynn suite` leaves it after its first run
+def test_the_default_real_pool_uses_the_zoo_lm(clone: Path, tiny_lm: Path) -> None:
+    shipped = _ship("evm-lm", tiny_lm, "lm")
     env = CoordinationEnv(scenario="real-pool", scenario_kwargs={"cache": None})
     try:
         workers = env.scenario.all_workers()
         assert [w.name for w in workers] == ["lm-target", "lm-sampler", "oracle-f30"]
-        # The suite LM's pool caps a reply at 128 tokens (its first run's calibration stays affordable).
-        assert workers[0].spec.lm == {"model": SUITE_LM, "max_new_tokens": SUITE_MAX_NEW_TOKENS}
-        assert SUITE_MAX_NEW_TOKENS == 128
-        assert workers[1].spec.lm["model"] == SUITE_LM and not workers[1].deterministic
+        # The zoo LM's pool caps a reply at 128 tokens (a failing small LM runs to its budget 3 times).
+        assert workers[0].spec.lm == {"model": shipped, "max_new_tokens": ZOO_MAX_NEW_TOKENS}
+        assert ZOO_MAX_NEW_TOKENS == 128
+        assert workers[1].spec.lm["model"] == shipped and not workers[1].deterministic
         assert workers[1].spec.lm["max_new_tokens"] == 128
         assert env.action_space.n == 3 and not any(w.started for w in workers)
     finally:
         env.close()
+
+
+def test_the_zoo_draft_joins_the_default_pool(clone: Path, tiny_lm: Path) -> None:
+    _ship("evm-lm", tiny_lm, "lm")
+    draft = _ship("evm-draft", tiny_lm, "draft")
+    names = [w.name for w in evmquest_pool()]
+    assert names == ["lm-target", *NEEDS_DRAFT, "lm-sampler", "oracle-f30"]
+    assert next(w for w in evmquest_pool() if w.name == "lm-draft").spec.lm["model"] == draft
+
+
+def test_a_changed_zoo_file_is_refused_with_its_name(clone: Path, tiny_lm: Path) -> None:
+    shipped = Path(_ship("evm-lm", tiny_lm, "lm"))
+    (shipped / "config.json").write_text("{}")
+    with pytest.raises(ValueError, match=r"config.json changed.*lynn zoo build evm-lm"):
+        evmquest_pool()
 
 
 def test_draft_workers_join_when_a_draft_is_given_and_refuse_without(clone: Path, tiny_lm: Path) -> None:
@@ -66,12 +83,9 @@ def test_draft_workers_join_when_a_draft_is_given_and_refuse_without(clone: Path
 def test_the_environment_variables_choose_the_models(
     clone: Path, tiny_lm: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from lynn.bench.coordination_real import suite_pool
-
     monkeypatch.setenv("LYNN_LM_TARGET", str(tiny_lm))
     monkeypatch.setenv("LYNN_LM_DRAFT", str(tiny_lm))
-    workers = suite_pool()  # no suite LM in this folder, and none is trained: the variable wins
-    assert not (clone / SUITE_LM).exists()
+    workers = evmquest_pool()  # an empty zoo: the variables win
     draft = next(w for w in workers if w.name == "lm-draft")
     assert draft.spec.lm == {"model": str(tiny_lm)}
     assert next(w for w in workers if w.name == "lm-mars").spec.lm["draft"] == str(tiny_lm)

@@ -1,6 +1,6 @@
-"""``Lynn/WebWorldModel-v0`` on the leaderboard: ``lynn suite`` builds its world model from LiveWeb runs it
-records itself, evaluates the expert and random agents on the test instances of its LiveWeb rows, and
-prints imagined success beside real success of the same instances.
+"""``Lynn/WebWorldModel-v0`` on the leaderboard: ``lynn suite --train`` builds its world model from LiveWeb
+runs it records itself (by default the suite uses the zoo's), evaluates the expert and random agents on the
+test instances of its LiveWeb rows, and prints imagined success beside real success of the same instances.
 
 Real parts only: LiveWeb in Chromium on the bundled sites (``lynn collect`` and ``lynn eval``), the
 page-memory world model and the logistic reward model built from those runs.
@@ -45,8 +45,8 @@ def test_expert_and_random_are_registered_for_the_imagined_web(memory_model: Pat
 
 
 def test_imagined_vs_real_pairs_the_same_instances(memory_model: Path, web_data, tmp_path: Path) -> None:
-    from lynn.envs.worldmodel.suite import comparison_markdown, imagined_vs_real, real_outcomes
     from lynn.eval.runner import EvalConfig, evaluate, run_dir
+    from lynn.suite.worldmodel import comparison_markdown, imagined_vs_real, real_outcomes
 
     kw = {"model": str(memory_model), "reward_model": str(memory_model)}
     for agent in ("expert", "random"):
@@ -95,14 +95,14 @@ def test_imagined_vs_real_pairs_the_same_instances(memory_model: Path, web_data,
     assert "| expert | 6 |" in md and "| random | 2 |" in md
 
 
-def test_lynn_suite_builds_the_world_model_and_prints_imagined_next_to_real(
+def test_lynn_suite_train_builds_the_world_model_and_prints_imagined_next_to_real(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import lynn.envs.worldmodel.suite as suite
+    import lynn.suite.worldmodel as suite
     from lynn.cli import main
     from lynn.eval.runner import EvalConfig, run_dir
 
-    monkeypatch.chdir(tmp_path)  # models/suite-worldmodel is relative to the working directory
+    monkeypatch.chdir(tmp_path)  # build/suite-worldmodel is relative to the working directory
     # Few train tasks so that the test collects in seconds (the suite's own strides: 4 and 24).
     monkeypatch.setattr(suite, "TRAIN_STRIDE", 64)
     monkeypatch.setattr(suite, "EPS_STRIDE", 192)
@@ -118,7 +118,16 @@ def test_lynn_suite_builds_the_world_model_and_prints_imagined_next_to_real(
         return real(test_tasks, train_tasks, spy, **kw)
 
     monkeypatch.setattr(suite, "ensure_suite_world_model", counted)
-    args = ["suite", "--env", "Lynn/WebWorldModel-v0", "--episodes", "2", "--no-lm", "--no-progress"]
+    args = [
+        "suite",
+        "--env",
+        "Lynn/WebWorldModel-v0",
+        "--episodes",
+        "2",
+        "--no-lm",
+        "--no-progress",
+        "--train",
+    ]
     assert main([*args, "--out", "results"]) == 0
     out = capsys.readouterr().out
     assert [(c[0], c[3]) for c in calls] == [
@@ -128,7 +137,7 @@ def test_lynn_suite_builds_the_world_model_and_prints_imagined_next_to_real(
         ("test", "expert"),
     ]
     assert calls[1][2] == suite.EPSILON and calls[3][1] == 2
-    folder = tmp_path / "models" / "suite-worldmodel"
+    folder = tmp_path / "build" / "suite-worldmodel"
     for name in ("worldmodel.json", "memory.jsonl", "starts.jsonl", "reward.json", "suite.json"):
         assert (folder / name).exists(), name
     starts = [json.loads(x) for x in (folder / "starts.jsonl").read_text().splitlines()]

@@ -28,12 +28,11 @@ generated tokens times the worker's price.
   ``{"kind": "join", "worker": V}`` adds V to an empty slot. A worker whose process dies for any
   other reason is detected by the heartbeat at the next step and reported the same way.
 
-* **Default workers** (``workers="lynn.bench.coordination_real:suite_pool"``, a string resolved at
-  run time, so this module imports neither agents nor the runner): on a fresh clone the first run
-  trains the LM that ``lynn suite`` trains (``models/suite-lm``, the suite's own helper; reused from
-  then on, ``$LYNN_LM_TARGET`` or ``worker_kwargs={"target": PATH}`` to use another) and builds
-  ``lm-target``, ``lm-sampler`` and ``oracle-f30`` over it (``lm-draft`` and ``lm-mars`` too when a
-  draft is given: ``worker_kwargs={"draft": PATH}`` or ``$LYNN_LM_DRAFT``).
+* **Default workers** (``workers="lynn.agents.workers:evmquest_pool"``, a string resolved at run time
+  like a plug-in's entry point, so this module imports no agent): ``lm-target``, ``lm-sampler`` and
+  ``oracle-f30`` over the zoo's EVMQuest LM (``zoo:evm-lm``; ``lm-draft`` and ``lm-mars`` too when the
+  zoo has its draft), nothing trained; ``$LYNN_LM_TARGET`` / ``worker_kwargs={"target": PATH}`` (and
+  ``draft``) use other models.
 
 The pool keeps the simulated admission model (load +``load_per_call`` per call, decaying; a worker
 at ``overload`` refuses calls), because calls here are sequential and a real queue never builds up.
@@ -141,7 +140,7 @@ class RealPool(Scenario):
     )
     real: ClassVar[bool] = True
 
-    workers: Any = "lynn.bench.coordination_real:suite_pool"
+    workers: Any = "lynn.agents.workers:evmquest_pool"
     worker_kwargs: dict[str, Any] = field(default_factory=dict)
     categories: tuple[str, ...] | None = None
     tasks_per_category: int = 1
