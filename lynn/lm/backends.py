@@ -150,8 +150,10 @@ class TransformersGenerator(Generator):
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.tokenizer.padding_side = "left"
         self.torch = torch
-        if speculative not in (None, "strict", "mars", "typical"):
-            raise ValueError(f"speculative must be None, 'strict', 'mars' or 'typical', got {speculative!r}")
+        from lynn.lm.speculative import RULES
+
+        if speculative is not None and speculative not in RULES:
+            raise ValueError(f"speculative must be None or one of {RULES}, got {speculative!r}")
         if drafter not in ("prompt_lookup", "draft"):
             raise ValueError(f"drafter must be 'prompt_lookup' or 'draft', got {drafter!r}")
         self.speculative = speculative

@@ -37,7 +37,23 @@ Design:
 Rules (see :class:`SpecConfig`): ``strict`` is lossless — greedy output equals target-only greedy
 token for token, and sampling uses Leviathan/Chen rejection sampling (accept with min(1, p/q), else
 resample from norm(max(0, p − q)); a prompt-lookup proposal is a point mass, so q = 1 at the
-proposed token). ``mars`` and ``typical`` are lossy by design.
+proposed token). ``mars`` and ``typical`` are lossy by design and are the references' rules:
+
+- ``mars`` is ``5SSjw/MARS``'s ``evaluate_posterior``: greedy decoding is strict matching; when
+  sampling, the target's top-2 *processed* logits (tempered, top-p filtered) give ``r = z2 / z1``; if
+  ``r > θ`` a draft token in that top-2 is accepted outright and one outside it is rejected, else
+  the strict test runs. One deliberate difference: on a strict rejection we resample from
+  ``norm(max(0, p − q))`` (lossless), where the reference zeroes only the rejected token's mass
+  (EAGLE-style), which is not. A second one: where the second-best processed logit is −inf (the
+  nucleus or a constraint keeps one token) there is no relaxation (the reference's ``−inf / z1`` is
+  +inf for z1 < 0 and would accept a filtered token).
+- ``typical`` is ``FasterDecoding/Medusa``'s ``evaluate_posterior`` with its default ``fast=True``:
+  greedy decoding is strict matching; when sampling a draft token x is kept while
+  ``p_T(x) > min(ε, δ·exp(−H(p_T)))`` and the correction or bonus token is the target's argmax.
+
+Our variants have their own names: ``mars-greedy`` and ``typical-greedy`` are the same rules when
+sampling and also relax in greedy decoding (MARS's top-2 test on the raw logits; the typical test
+on the T = 1 distribution, the argmax always kept); the references have no such mode.
 """
 
 from __future__ import annotations
@@ -63,7 +79,7 @@ __all__ = [
     "speculative_generate",
 ]
 
-RULES = ("strict", "mars", "typical")
+RULES = ("strict", "mars", "typical", "mars-greedy", "typical-greedy")
 MARS_RATIOS = ("auto", "logit", "prob")
 
 
@@ -72,10 +88,10 @@ class SpecConfig:
     """Verification rule and draft-length schedule.
 
     Attributes:
-        rule: ``"strict"`` (lossless), ``"mars"`` (margin-aware, lossy) or ``"typical"`` (Medusa's
-            typical acceptance, lossy: a draft token x is kept if it is the target's argmax or
-            ``p(x) > min(ε, δ·exp(−H(p)))``, with p the tempered target distribution when
-            sampling and the T = 1 one when greedy; a rejection takes the target's own token).
+        rule: ``"strict"`` (lossless), ``"mars"`` (the reference's margin-aware rule: relaxes only
+            when sampling), ``"typical"`` (Medusa's typical acceptance, ``fast=True``: only when
+            sampling, argmax correction), or our variants ``"mars-greedy"`` / ``"typical-greedy"``
+            (the same when sampling, and relaxed in greedy decoding too); see the module docstring.
         gamma: Initial number of draft tokens per row and step.
         adaptive: Grow γ by 2 after a step where every draft token was accepted, shrink it by 1
             after a rejection (per row, within ``[gamma_min, gamma_max]``); else γ stays fixed.
@@ -84,16 +100,17 @@ class SpecConfig:
         theta: MARS threshold: relax where the target's top-2 ratio ``r > theta``. With the
             ``"auto"`` and ``"prob"`` ratios ``r ≤ 1``, so any ``theta >= 1`` makes MARS exactly
             strict (with ``"logit"`` only when all top logits are positive).
-        mars_ratio: How MARS measures the margin between the target's top-1 and top-2 logits
-            z1 ≥ z2. ``"logit"`` is the paper's ``z2 / z1``; it is only meaningful for z1 > 0:
-            when z1 ≤ 0 the ratio is ≥ 1 (the reference code then relaxes everywhere, a quirk),
-            and it changes when a constant is added to all logits although the distribution does
-            not. ``"prob"`` is ``p2 / p1 = exp(z2 − z1)`` on the untempered distribution: in
+        mars_ratio: How MARS measures the margin between the top-1 and top-2 logits z1 ≥ z2 (the
+            processed logits when sampling). ``"logit"`` is the reference's ``z2 / (z1 + 1e-10)``;
+            it is only meaningful for z1 > 0: when z1 < 0 the ratio is ≥ 1 (the reference then
+            relaxes everywhere, a quirk), and it changes when a constant is added to all logits
+            although the distribution does not. ``"prob"`` is ``p2 / p1 = exp(z2 − z1)``: in
             [0, 1], 1 exactly at a tie, shift-invariant, so sound for any logits — but θ = 0.9
             then means a logit margin below 0.105, stricter than the paper's setting.
-            ``"auto"`` (default) keeps the paper's ``z2 / z1`` where it is sound (z1 > 0) and
-            falls back to ``p2 / p1`` where it is not (z1 ≤ 0), so θ keeps the paper's meaning
-            on typical LLM logits and never relaxes everywhere on negative ones.
+            ``"auto"`` (default) is the reference's ``z2 / z1`` where it is sound (z1 > 0) and
+            ``p2 / p1`` where it is not (z1 ≤ 0), so θ keeps the paper's meaning on typical LLM
+            logits and never relaxes everywhere on negative ones; pass ``"logit"`` for the
+            reference's formula everywhere. In every mode a −inf second logit means no relaxation.
         typical_epsilon: Medusa's ε (``posterior_threshold``).
         typical_delta: Medusa's δ (``posterior_alpha``, √ε by default there).
     """
@@ -638,16 +655,35 @@ def _rule_strict(v: _Verify) -> tuple[int, int, list[int]]:
     return k, _next_token(P[k] if P is not None else v.logits[k], v), []
 
 
+def _processed_logits(z: torch.Tensor, temperature: float, top_p: float) -> torch.Tensor:
+    """Logits after the sampling processors: ``z / T`` with tokens outside the nucleus at −inf.
+
+    The counterpart of the reference's ``logits_processor`` (transformers' temperature and top-p
+    warpers); tokens a constraint banned are −inf in ``z`` already and stay so.
+    """
+    import torch
+
+    zt = z / temperature
+    if top_p >= 1.0:
+        return zt
+    keep = _probs(z, temperature, top_p) > 0
+    return torch.where(keep, zt, torch.full_like(zt, float("-inf")))
+
+
 def mars_ratio(z: torch.Tensor, how: str = "auto") -> tuple[torch.Tensor, torch.Tensor]:
     """Top-2 token ids and the MARS margin ratio for logits ``z`` (..., V).
 
     Args:
-        z: Raw (untempered) logits.
-        how: ``"logit"`` (z2/z1), ``"prob"`` (p2/p1 = exp(z2 − z1)) or ``"auto"`` (z2/z1 where
-            z1 > 0, p2/p1 where z1 ≤ 0); see :class:`SpecConfig` for why.
+        z: Logits as the rule sees them: the processed ones (tempered, top-p filtered, constrained)
+            when sampling, the raw (constrained) ones in ``mars-greedy``'s greedy path.
+        how: ``"logit"`` (the reference's ``z2 / (z1 + 1e-10)``), ``"prob"`` (p2/p1 = exp(z2 − z1))
+            or ``"auto"`` (z2/z1 where z1 > 0, p2/p1 where z1 ≤ 0); see :class:`SpecConfig` for why.
 
     Returns:
-        ``(top2_ids (..., 2), ratio (...))``.
+        ``(top2_ids (..., 2), ratio (...))``. Where the second-best logit is −inf (the nucleus or a
+        constraint leaves one token) the ratio is −inf: there is no second choice to relax to. The
+        reference computes ``-inf / z1`` there, which is +inf when z1 < 0 and would accept a
+        filtered token; ours never does.
     """
     import torch
 
@@ -657,21 +693,39 @@ def mars_ratio(z: torch.Tensor, how: str = "auto") -> tuple[torch.Tensor, torch.
     if how == "prob":
         r = prob
     else:
-        logit = z2 / torch.where(z1 == 0, torch.full_like(z1, 1e-10), z1)
+        logit = z2 / (z1 + 1e-10)
         r = logit if how == "logit" else torch.where(z1 > 0, logit, prob)
+    r = torch.where(torch.isfinite(z2), r, torch.full_like(r, float("-inf")))
     return ids, r
 
 
 def _rule_mars(v: _Verify) -> tuple[int, int, list[int]]:
-    P = _probs(v.logits, v.temperature, v.top_p) if v.temperature > 0 else None
-    ids, r = mars_ratio(v.logits, v.config.mars_ratio)
+    """The reference's MARS (``5SSjw/MARS`` ``evaluate_posterior``) on a chain of draft tokens.
+
+    Greedy: plain strict matching (the reference has no logits processor there). Sampling: at each
+    position the top-2 of the *processed* logits give the ratio; above θ a draft token in that top-2
+    is accepted outright and one outside it is rejected (the correction is sampled from the
+    processed distribution, as the reference's ``sample_p``); at or below θ the strict test runs
+    (with the lossless residual ``max(0, p − q)``, where the reference zeroes only the rejected
+    token's mass).
+    """
+    if v.temperature <= 0 and v.config.rule == "mars":
+        return _rule_strict(v)
+    if v.temperature > 0:
+        P = _probs(v.logits, v.temperature, v.top_p)
+        zr = _processed_logits(v.logits, v.temperature, v.top_p)
+    else:  # mars-greedy: the relaxation on the raw logits, the correction the argmax
+        P, zr = None, v.logits
+    ids, r = mars_ratio(zr, v.config.mars_ratio)
     hits: list[int] = []
     for j, d in enumerate(v.draft):
         top1, top2 = int(ids[j, 0]), int(ids[j, 1])
-        if float(r[j]) > v.config.theta and d in (top1, top2):
-            if d != top1:
-                hits.append(j)
-            continue  # accepted outright, as in the reference (no rejection test)
+        if float(r[j]) > v.config.theta:
+            if d in (top1, top2):
+                if d != top1:
+                    hits.append(j)
+                continue  # accepted outright, as in the reference (no rejection test)
+            return j, _next_token(P[j] if P is not None else v.logits[j], v), hits
         ok, corr = _strict_step(v, j, None if P is None else P[j])
         if not ok:
             return j, int(corr), hits
@@ -679,27 +733,47 @@ def _rule_mars(v: _Verify) -> tuple[int, int, list[int]]:
     return k, _next_token(P[k] if P is not None else v.logits[k], v), hits
 
 
-def _rule_typical(v: _Verify) -> tuple[int, int, list[int]]:
+def typical_threshold(p: torch.Tensor, epsilon: float, delta: float) -> torch.Tensor:
+    """Medusa's typical-acceptance threshold ``min(ε, δ·exp(−H(p)))`` for distributions ``p`` (..., V).
+
+    The entropy is Medusa's ``−Σ p·log(p + 1e-5)``.
+    """
     import torch
 
-    # Medusa judges on the tempered distribution; greedy decoding judges on T = 1. With δ < 1 the
-    # argmax always passes (p_max ≥ exp(−H) > δ·exp(−H)), so typical accepts a superset of greedy.
-    P = _probs(v.logits, v.temperature if v.temperature > 0 else 1.0, 1.0)
-    H = -(P * torch.log(P.clamp_min(1e-30))).sum(-1)
-    thr = torch.clamp(v.config.typical_delta * torch.exp(-H), max=v.config.typical_epsilon)
-    S = _probs(v.logits, v.temperature, v.top_p) if v.temperature > 0 else None
+    H = -(p * torch.log(p + 1e-5)).sum(-1)
+    return torch.clamp(delta * torch.exp(-H), max=epsilon)
+
+
+def _rule_typical(v: _Verify) -> tuple[int, int, list[int]]:
+    """Medusa's typical acceptance (``FasterDecoding/Medusa`` ``evaluate_posterior``, ``fast=True``).
+
+    Greedy: plain strict matching. Sampling: a draft token x is kept while ``p(x) > min(ε, δ·exp(−H))``
+    with p = softmax(z / T) (no top-p, as Medusa); the correction or bonus token is the target's
+    argmax (Medusa's default ``fast=True``). ``typical-greedy`` (ours) also runs the test in greedy
+    decoding, on the T = 1 distribution, and keeps the argmax as well.
+    """
+    if v.temperature <= 0 and v.config.rule == "typical":
+        return _rule_strict(v)
+    import torch
+
+    P = torch.softmax(v.logits / (v.temperature if v.temperature > 0 else 1.0), dim=-1)
+    thr = typical_threshold(P, v.config.typical_epsilon, v.config.typical_delta)
+    top = v.logits.argmax(-1).tolist()
+    greedy_variant = v.temperature <= 0
     for j, d in enumerate(v.draft):
-        if d == int(v.logits[j].argmax()) or float(P[j, d]) > float(thr[j]):
+        if float(P[j, d]) > float(thr[j]) or (greedy_variant and d == top[j]):
             continue
-        return j, _next_token(S[j] if S is not None else v.logits[j], v), []
+        return j, top[j], []
     k = len(v.draft)
-    return k, _next_token(S[k] if S is not None else v.logits[k], v), []
+    return k, top[k], []
 
 
 _RULE_FUNCS: dict[str, Callable[[_Verify], tuple[int, int, list[int]]]] = {
     "strict": _rule_strict,
     "mars": _rule_mars,
     "typical": _rule_typical,
+    "mars-greedy": _rule_mars,
+    "typical-greedy": _rule_typical,
 }
 
 
