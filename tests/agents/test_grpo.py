@@ -87,7 +87,18 @@ def _perturb(model, scale: float, seed: int) -> None:
             p.add_(torch.randn(p.shape, generator=g) * scale)
 
 
-def _trl(path, tok, groups, *, level: str, beta: float, loss_type: str, eps_high: float | None, kl_bc: bool):
+def _trl(
+    path,
+    tok,
+    groups,
+    *,
+    level: str,
+    beta: float,
+    loss_type: str,
+    eps_high: float | None,
+    kl_bc: bool,
+    ga: int = 1,
+):
     from datasets import Dataset
     from trl import GRPOConfig as TRLConfig
     from trl import GRPOTrainer
@@ -108,7 +119,8 @@ def _trl(path, tok, groups, *, level: str, beta: float, loss_type: str, eps_high
     n = len(flat)
     args = TRLConfig(
         output_dir=str(path / "trl_out"),
-        per_device_train_batch_size=n,
+        per_device_train_batch_size=n // ga,
+        gradient_accumulation_steps=ga,
         num_generations=G,
         max_completion_length=16,
         beta=beta,
@@ -131,7 +143,7 @@ def _trl(path, tok, groups, *, level: str, beta: float, loss_type: str, eps_high
         processing_class=tok,
         rollout_func=rollout_func,
     )
-    tr.current_gradient_accumulation_steps = 1
+    tr.current_gradient_accumulation_steps = ga
     return tr
 
 
@@ -142,14 +154,28 @@ CASES = [
     ("token", 0.04, "grpo", None, False),
     ("sequence", 0.04, "grpo", None, True),
     ("token", 0.04, "bnpo", None, True),
+    ("token", 0.04, "dapo", None, True),
+    ("token", 0.04, "dr_grpo", None, True),
 ]
 
 
-@pytest.mark.parametrize(("level", "beta", "loss_type", "eps_high", "kl_bc"), CASES)
-def test_loss_advantages_and_grads_equal_trl(tiny, level, beta, loss_type, eps_high, kl_bc):
+GA_CASES = [("token", 0.04, lt, None, True, 2) for lt in ("grpo", "bnpo", "dapo", "dr_grpo")]
+
+
+@pytest.mark.parametrize(
+    ("level", "beta", "loss_type", "eps_high", "kl_bc", "ga"), [(*c, 1) for c in CASES] + GA_CASES
+)
+def test_loss_advantages_and_grads_equal_trl(tiny, level, beta, loss_type, eps_high, kl_bc, ga):
+    """One micro-batch, and (``ga=2``) TRL's gradient accumulation over two micro-batches of 6
+    completions: TRL's own ``split_tensor_dict`` chunks, ``_compute_loss`` on each, gradients summed;
+    ours with ``micro_batch=6``. ``bnpo`` is where the two differ from a whole-batch token mean."""
+    from trl.trainer.utils import split_tensor_dict
+
     path, tok = tiny
     groups = _groups(tok)
-    tr = _trl(path, tok, groups, level=level, beta=beta, loss_type=loss_type, eps_high=eps_high, kl_bc=kl_bc)
+    tr = _trl(
+        path, tok, groups, level=level, beta=beta, loss_type=loss_type, eps_high=eps_high, kl_bc=kl_bc, ga=ga
+    )
     inputs = [{"prompt": f"p{i // G}"} for i in range(len(groups) * G)]
     tr.model.train()
     out = tr._generate_and_score_completions(inputs)
@@ -179,8 +205,11 @@ def test_loss_advantages_and_grads_equal_trl(tiny, level, beta, loss_type, eps_h
     tr.model.load_state_dict(cur_state)
     out["old_per_token_logps"] = old
     tr.model.zero_grad()
-    trl_loss = tr._compute_loss(tr.model, out)
-    trl_loss.backward()
+    trl_loss = 0.0
+    for chunk in split_tensor_dict(out, ga):  # TRL's accumulation: one backward per micro-batch
+        part = tr._compute_loss(tr.model, chunk)
+        part.backward()
+        trl_loss += float(part.detach())
     trl_grads = {n: p.grad.clone() for n, p in tr.model.named_parameters() if p.grad is not None}
 
     # Ours: the learner holds the behaviour snapshot as version 0 and the current weights as version 1.
@@ -190,15 +219,20 @@ def test_loss_advantages_and_grads_equal_trl(tiny, level, beta, loss_type, eps_h
         loss_type=loss_type,
         epsilon_high=eps_high,
         kl_bias_correction=kl_bc,
-        micro_batch=5,  # 12 completions in 3 micro-batches: the accumulated gradient must equal TRL's
+        # One TRL batch: 12 completions in 3 micro-batches of ours (only bnpo cares, and it is not run
+        # that way: its micro-batch is TRL's); with ga=2 two of 6, TRL's split.
+        micro_batch=6 if ga > 1 or loss_type == "bnpo" else 5,
+        max_completion_length=16,  # TRL's, above (dr_grpo's constant)
     )
+    if ga == 1 and loss_type == "bnpo":
+        cfg.micro_batch = 12
     model = AutoModelForCausalLM.from_pretrained(path)
     learner = GRPOLearner(model, tok, cfg, ref_model=start)
     learner.snapshots = {0: {k: v.clone() for k, v in behaviour.state_dict().items()}}
     learner.model.load_state_dict(cur_state)
     learner.version = 1
     loss, sums, _ = learner.loss_and_grad(groups)
-    assert loss == pytest.approx(float(trl_loss.detach()), rel=1e-5, abs=1e-6)
+    assert loss == pytest.approx(trl_loss, rel=1e-5, abs=1e-6)
     assert sums["clipped"] > 0  # the perturbation is large enough to exercise the clip
     if beta:
         assert sums["kl_sum"] > 0
@@ -346,3 +380,46 @@ def test_save_and_resume(tiny, tmp_path):
         learner.model.state_dict().items(), again.model.state_dict().items(), strict=True
     ):
         assert torch.equal(v, w), k
+
+
+def test_aggregation_rules_by_hand_with_two_micro_batches():
+    """TRL's four rules written out by hand on known per-token losses (zero advantage, beta = 1, the
+    current policy at the reference: the per-token loss is the KL term, here set directly).
+
+    Micro-batch 1: completions of 1 and 3 tokens; micro-batch 2: one completion of 3 tokens,
+    accumulated over k = 2 (sum_i: completion i's token sum, L = max_completion_length):
+    grpo = (sum_1/1 + sum_2/3 + sum_3/3) / 3 (TRL's per-micro-batch mean / k, the same when the
+    micro-batches are equal, as TRL's always are); bnpo = (sum_1 + sum_2)/4/2 + sum_3/3/2 (each
+    micro-batch's token mean / k); dr_grpo = (sum_1 + sum_2 + sum_3) / (3 L); dapo = the token sum
+    / 7 (the whole batch's tokens).
+    """
+    import math
+
+    d = [[0.1, 0.0, 0.0, 0.0], [0.2, 0.3, 0.4, 0.0]], [[0.5, 0.6, 0.7, 0.8]]
+    masks = [[1, 0, 0, 0], [1, 1, 1, 0]], [[1, 1, 1, 0]]
+    k3 = [[[math.exp(x) - x - 1 for x in row] for row in mb] for mb in d]
+    tok = [[v * m for v, m in zip(r, mr, strict=True)] for mb, mmb in zip(k3, masks, strict=True)
+           for r, mr in zip(mb, mmb, strict=True)]  # fmt: skip
+    sums = [sum(r) for r in tok]  # per completion
+    lens = [1, 3, 3]
+    L = 10
+    expected = {
+        # TRL's grpo on equal micro-batches is sum of per-completion means / n; ours uses total=n.
+        "grpo": (sums[0] / 1 + sums[1] / 3 + sums[2] / 3) / 3,
+        "bnpo": (sums[0] + sums[1]) / 4 / 2 + sums[2] / 3 / 2,
+        "dr_grpo": (sums[0] + sums[1] + sums[2]) / (3 * L),
+        "dapo": (sums[0] + sums[1] + sums[2]) / sum(lens),
+    }
+    for loss_type, want in expected.items():
+        got = 0.0
+        for mb_d, mb_m in zip(d, masks, strict=True):
+            logp = torch.zeros(len(mb_d), 4)
+            loss, _ = grpo_loss(logp, logp, torch.zeros(len(mb_d)), torch.tensor(mb_m), beta=1.0,
+                                ref_logps=torch.tensor(mb_d), loss_type=loss_type, total=3, total_tokens=7.0,
+                                micro_batches=2, max_completion_length=L)  # fmt: skip
+            got += float(loss)
+        assert got == pytest.approx(want, rel=1e-6), loss_type
+    # bnpo and dapo agree only with one micro-batch.
+    assert expected["bnpo"] != pytest.approx(expected["dapo"])
+    with pytest.raises(ValueError, match="max_completion_length"):
+        GRPOConfig(loss_type="dr_grpo")

@@ -15,8 +15,18 @@ and without KL):
 - **KL to a reference** (``beta > 0``): ``exp(ref−logp) − (ref−logp) − 1`` per token (the k3
   estimator), times the importance weight (``kl_bias_correction``, TRL's default
   ``use_bias_correction_kl``), added as ``beta·KL``;
-- **aggregation** ``loss_type="grpo"``: mean over each completion's tokens, then mean over
-  completions; ``"bnpo"``: mean over every completion token of the batch.
+- **aggregation** (``loss_type``, TRL's four token-level rules; a micro-batch is TRL's per-device
+  batch, the batch is one generation batch accumulated over ``k`` micro-batches):
+  ``"grpo"``: mean over each completion's tokens, then mean over completions (÷ k when
+  accumulating); ``"bnpo"``: mean over each *micro-batch's* completion tokens, then ÷ k — so it
+  depends on the micro-batch size, as TRL's does; ``"dr_grpo"``: token sum ÷ (completions ×
+  ``max_completion_length``), a constant normaliser (Dr. GRPO); ``"dapo"``: token sum ÷ the
+  completion tokens of the whole batch (TRL's default; with one micro-batch it equals ``bnpo``).
+
+  Our default is ``"grpo"``, not TRL's ``"dapo"``: it weighs every completion equally whatever its
+  length, which is the GRPO objective and what sequence-level (GSPO) ratios need (TRL itself warns
+  that ``bnpo``/``dr_grpo``/``dapo`` do not optimise the per-sequence objective there), and it is
+  what every GRPO figure in BENCHMARKS.md was measured with. Pass ``loss_type="dapo"`` for TRL's.
 
 **Log-probs are recomputed by the learner.** ``π_θ`` is the learner's model with gradients;
 ``π_old`` is the policy *version that generated the rollout* (its tag): the learner keeps the
@@ -58,13 +68,16 @@ __all__ = [
 ]
 
 LEVELS = ("token", "sequence")
-LOSS_TYPES = ("grpo", "bnpo")
+LOSS_TYPES = ("grpo", "bnpo", "dr_grpo", "dapo")
 SCALES = ("group", "batch", "none")
 
 
 @dataclass
 class GRPOConfig:
-    """Learner options (names and defaults follow TRL's ``GRPOConfig`` where they overlap).
+    """Learner options (names follow TRL's ``GRPOConfig`` where they overlap).
+
+    Defaults that differ from TRL 1.16's: ``lr`` (TRL 1e-6), ``loss_type`` (TRL ``"dapo"``; see the
+    module docstring for why ours is ``"grpo"``), ``micro_batch`` (TRL's per-device batch, 8).
 
     Attributes:
         lr: AdamW learning rate.
@@ -75,10 +88,14 @@ class GRPOConfig:
         beta: KL coefficient to the reference policy (0 = no reference kept).
         kl_bias_correction: multiply the KL term by the importance weight (TRL's default).
         importance_sampling_level: ``token`` (GRPO) or ``sequence`` (GSPO).
-        loss_type: ``grpo`` (per-completion token mean, then mean) or ``bnpo`` (batch token mean).
+        loss_type: ``grpo``, ``bnpo``, ``dr_grpo`` or ``dapo`` (see the module docstring).
+        max_completion_length: ``dr_grpo``'s constant normaliser (TRL's ``max_completion_length``:
+            the workers' token limit); required for ``dr_grpo``.
         scale_rewards: ``group``, ``batch`` or ``none`` (see the module docstring).
         temperature: log-probs are of ``logits / temperature`` (the sampling temperature).
-        micro_batch: completions per forward/backward pass (gradients accumulate; same loss).
+        micro_batch: completions per forward/backward pass (gradients accumulate): TRL's
+            per-device batch, the batch being accumulated over ``ceil(n / micro_batch)`` of them.
+            The loss does not depend on it except with ``bnpo`` (per-micro-batch token mean, as TRL).
         keep_versions: policy snapshots kept to recompute ``π_old`` of stale rollouts.
         seed: torch seed at construction.
     """
@@ -92,6 +109,7 @@ class GRPOConfig:
     kl_bias_correction: bool = True
     importance_sampling_level: str = "token"
     loss_type: str = "grpo"
+    max_completion_length: int | None = None
     scale_rewards: str = "group"
     temperature: float = 1.0
     micro_batch: int = 16
@@ -103,6 +121,8 @@ class GRPOConfig:
             raise ValueError(f"importance_sampling_level must be one of {LEVELS}")
         if self.loss_type not in LOSS_TYPES:
             raise ValueError(f"loss_type must be one of {LOSS_TYPES}")
+        if self.loss_type == "dr_grpo" and not (self.max_completion_length or 0) > 0:
+            raise ValueError("loss_type='dr_grpo' needs max_completion_length > 0 (its constant normaliser)")
         if self.scale_rewards not in SCALES:
             raise ValueError(f"scale_rewards must be one of {SCALES}")
         if self.temperature <= 0:
@@ -171,6 +191,8 @@ def grpo_loss(
     kl_bias_correction: bool = True,
     total: int | None = None,
     total_tokens: float | None = None,
+    micro_batches: int = 1,
+    max_completion_length: int | None = None,
 ) -> tuple[Any, dict[str, Any]]:
     """The clipped GRPO/GSPO loss of one (micro-)batch and its diagnostics.
 
@@ -181,8 +203,12 @@ def grpo_loss(
         kl_bias_correction: multiply the KL term by the importance weight (TRL's
             ``use_bias_correction_kl``, default on).
         total: completions in the whole batch when this is a micro-batch (``grpo``: the sum of
-            per-completion means is divided by it; default ``B``).
-        total_tokens: completion tokens in the whole batch (``bnpo``; default this micro-batch's).
+            per-completion means is divided by it; ``dr_grpo``: times ``max_completion_length``;
+            default ``B``).
+        total_tokens: completion tokens in the whole batch (``dapo``; default this micro-batch's).
+        micro_batches: micro-batches the batch is accumulated over (``bnpo``: this micro-batch's
+            token mean is divided by it, TRL's ``current_gradient_accumulation_steps``).
+        max_completion_length: ``dr_grpo``'s constant (TRL's ``max_completion_length``).
 
     Returns:
         The loss and a dict of summed counts (``clipped``, ``tokens``, ``kl_sum``, ``ratio_sum``).
@@ -215,8 +241,14 @@ def grpo_loss(
     if loss_type == "grpo":
         loss = ((per_token * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)).sum() / n
     elif loss_type == "bnpo":
+        loss = (per_token * mask).sum() / mask.sum().clamp(min=1.0) / micro_batches
+    elif loss_type == "dr_grpo":
+        if not (max_completion_length or 0) > 0:
+            raise ValueError("loss_type='dr_grpo' needs max_completion_length > 0")
+        loss = (per_token * mask).sum() / (n * max_completion_length)
+    elif loss_type == "dapo":
         tokens = total_tokens if total_tokens is not None else float(mask.sum().clamp(min=1.0))
-        loss = (per_token * mask).sum() / tokens
+        loss = (per_token * mask).sum() / max(float(tokens), 1.0)
     else:
         raise ValueError(f"loss_type must be one of {LOSS_TYPES}")
     with torch.no_grad():
@@ -450,6 +482,8 @@ class GRPOLearner:
                 kl_bias_correction=self.cfg.kl_bias_correction,
                 total=n,
                 total_tokens=total_tokens,
+                micro_batches=-(-n // self.cfg.micro_batch),
+                max_completion_length=self.cfg.max_completion_length,
             )
             loss.backward()
             loss_total += float(loss.detach())
