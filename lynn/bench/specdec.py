@@ -60,6 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--repeats", type=int, default=1, help="rounds (methods take turns; best wall kept)")
     parser.add_argument("--threads", type=int, default=0, help="torch intra-op threads (0 = torch's default)")
+    parser.add_argument("--device", default="cpu", help="torch device of both models (e.g. cuda)")
     parser.add_argument("--raw", action="store_true", help="encode prompts as-is (no chat template)")
     parser.add_argument("--methods", help="comma-separated subset of method labels (substring match)")
     parser.add_argument("--out", default="results/bench/specdec", help="where specdec.json/.md go")
@@ -228,8 +229,8 @@ def _hf_generate(target: Any, prompts: list[list[int]], pad: int, eos: set[int],
     import torch
 
     L = max(len(p) for p in prompts)
-    ids = torch.tensor([[pad] * (L - len(p)) + p for p in prompts])
-    mask = torch.tensor([[0] * (L - len(p)) + [1] * len(p) for p in prompts])
+    ids = torch.tensor([[pad] * (L - len(p)) + p for p in prompts], device=target.device)
+    mask = torch.tensor([[0] * (L - len(p)) + [1] * len(p) for p in prompts], device=target.device)
     out = target.generate(
         input_ids=ids, attention_mask=mask, max_new_tokens=new, do_sample=False, pad_token_id=pad,
         eos_token_id=sorted(eos) or None, **kw,
@@ -489,8 +490,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--n-prompts, --max-new-tokens, --repeats and --gamma must be at least 1")
 
     tok = AutoTokenizer.from_pretrained(target_dir)
-    target = AutoModelForCausalLM.from_pretrained(target_dir).eval()
-    draft = AutoModelForCausalLM.from_pretrained(draft_dir).eval()
+    target = AutoModelForCausalLM.from_pretrained(target_dir).eval().to(args.device)
+    draft = AutoModelForCausalLM.from_pretrained(draft_dir).eval().to(args.device)
     if draft.config.vocab_size != target.config.vocab_size:
         print(f"note: draft vocab {draft.config.vocab_size} != target vocab {target.config.vocab_size}")
     lines = [ln for ln in Path(args.prompts).read_text().splitlines() if ln.strip()]
