@@ -66,6 +66,8 @@ class TrainConfig:
         minimal_abi: train on EVMQuest replies whose ABI JSON is cut to what web3 reads
             (:func:`lynn.lm.prompts.minimal_abi`): the model then writes the short form itself.
         threads: torch threads (default ``LYNN_TORCH_THREADS`` or torch's own).
+        compact: train on EVMQuest replies in the compact script form (:func:`lynn.lm.prompts.compact_script`:
+            ``abi("Contract", "fn")`` instead of inline ABI JSON; the agent's parser expands it back).
     """
 
     data: str
@@ -87,6 +89,7 @@ class TrainConfig:
     only_success: bool = True
     threads: int | None = None
     minimal_abi: bool = False
+    compact: bool = False
 
 
 def model_config(size: str, vocab_size: int, tokenizer: Any) -> Any:
@@ -205,6 +208,17 @@ def train_lm(cfg: TrainConfig) -> dict[str, Any]:
     demos = read_demos(cfg.data, split="train", only_success=cfg.only_success)
     if not demos:
         raise ValueError(f"no training demonstrations in {cfg.data}")
+    if cfg.compact:
+        from dataclasses import replace
+
+        from lynn.lm.prompts import EVMQUEST, compact_reply
+
+        demos = [
+            replace(d, messages=[*d.messages[:-1], compact_reply(d.messages[-1])])
+            if d.env_id == EVMQUEST
+            else d
+            for d in demos
+        ]
     if cfg.minimal_abi:
         from dataclasses import replace
 

@@ -11,12 +11,17 @@ _CALL = re.compile(r"^\s*(?:`)?(?P<call>[a-z_]+\(.*\))(?:`)?\s*$", re.M)
 
 def parse_evm_reply(text: str) -> str:
     """EVMQuest: the first fenced Python block (an unclosed fence runs to the end), or a JSON control
-    message such as ``{"done": true}`` as is; otherwise the raw text."""
+    message such as ``{"done": true}`` as is; otherwise the raw text. A compact-form script's
+    ``abi("Contract", "fn", ...)`` references are expanded (:func:`lynn.lm.prompts.expand_script`)."""
     stripped = text.strip()
     if stripped.startswith("{"):
         return stripped
     m = _FENCE.search(text)
-    return m.group("code").strip("\n") if m else text
+    if not m:
+        return text
+    from lynn.lm.prompts import expand_script  # compact-form abi("Contract", "fn") -> the published ABI
+
+    return expand_script(m.group("code").strip("\n"))
 
 
 def parse_web_reply(text: str) -> str:
