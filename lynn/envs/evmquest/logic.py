@@ -1491,22 +1491,16 @@ query(
     lambda w, p: w.reader("nft").functions.tokenURI(int(p["token_id"])).call(),
     AnswerSpec("the token URI: the exact string tokenURI returns", kind="text"),
 )
-task(
+query(
     "query_nft_approval_status",
-    script=lambda p, n: query_script(
-        n["nft"],
-        "LynnNFT",
-        ["isApprovedForAll"],
-        f"contract.functions.isApprovedForAll(agent_address, {p['operator']!r}).call()",
+    lambda p, n: query_script(
+        n["nft"], "LynnNFT", ["getApproved"], f"contract.functions.getApproved({int(p['token_id'])}).call()"
     ),
-    checks=lambda v: [c_answer(v, v.after["truth"], 100)],
-    measure=lambda w, p: {
-        "truth": bool(w.reader("nft").functions.isApprovedForAll(AGENT.address, p["operator"]).call())
-    },
-    answer=AnswerSpec("a boolean: true when approved", kind="bool"),
-    setup=lambda w, p: (
-        w.call(AGENT, "nft", "setApprovalForAll", p["operator"], True) if p["approved"] else None
-    ),
+    lambda w, p: w.reader("nft").functions.getApproved(int(p["token_id"])).call(),
+    AnswerSpec("an address: the one getApproved(tokenId) returns", kind="address"),
+    # The reference's set-up: the agent approves a random address for one of its tokens before the
+    # episode; the address is not in the instruction, so only reading the chain answers it.
+    setup=lambda w, p: w.call(AGENT, "nft", "approve", p["approved"], int(p["token_id"])),
 )
 query(
     "query_staked_amount",

@@ -48,7 +48,7 @@ COMPOSITE_STEPS: dict[str, tuple[int, int]] = {
     "composite_triple_pool_liquidity": (6, 2),
 }
 DEFAULT_COMPOSITE_STEPS = (3, 2)  # the controller's fallback when interaction_config is absent
-# Composites whose atomic operations are all queries: scored by the queries answered.
+# Composites whose atomic operations are all queries: scored by the rounds that succeeded.
 PURE_QUERY = {"composite_batch_query_2_balances": 2, "composite_batch_query_portfolio": 3}
 # Allowances the reference controller sets before these composites start: (token role or
 # path index, spender role or "agent", multiple of the amount parameter or None for unlimited).
@@ -420,17 +420,54 @@ def _burn(v: Ctx) -> list[Check]:
     ]
 
 
+def _around_last_tx(v: Ctx, role: str, fn: str, *args: Any) -> int | None:
+    """How much view ``fn(*args)`` of ``role`` changed over the last transaction (its block against the
+    one before: the reference's state snapshots just before and after it), or ``None`` if unreadable."""
+    from lynn.envs.evmquest.world import ROLE_ARTIFACT, _function_abi, abi_encode
+
+    tx = v.tx
+    if tx is None or not tx.tx_hash:
+        return None
+    try:
+        chain = v.world.chain
+        block = int(str(chain.raw_request("eth_getTransactionReceipt", [tx.tx_hash])["blockNumber"]), 0)
+        inputs, _, sel = _function_abi(ROLE_ARTIFACT[role], fn, len(args))
+        call = {"to": v.world.addresses[role], "data": "0x" + sel + abi_encode(inputs, list(args)).hex()}
+        before, after = (
+            int(str(chain.raw_request("eth_call", [call, hex(b)])), 16) for b in (block - 1, block)
+        )
+    except (AttributeError, KeyError, TypeError, ValueError, RuntimeError):
+        return None
+    return after - before
+
+
 def _transfer_from(v: Ctx) -> list[Check]:
+    """The reference decodes from, to and amount from the calldata and tracks those addresses' balances
+    and the from -> agent allowance around the transaction, so another recipient (or amount) that the
+    allowance covers passes there; only a calldata it cannot decode falls back to the instructed ones."""
     signature = "transferFrom(address,address,uint256)"
     sent = _word(v, 2, signature)
-    amount = sent if sent is not None and len(v.tx.data if v.tx else "") >= 202 else wei(v.params["amount"])
+    decoded = sent is not None and len(v.tx.data if v.tx else "") >= 202
+    amount = sent if decoded else wei(v.params["amount"])
     tol = amount * 0.001
+    owner, recipient = v.params["owner"], v.params["recipient"]
+    spent, debited, credited = -v.delta("allowance"), -v.delta("friend_token"), v.delta("recipient_token")
+    if decoded:
+        owner, recipient = _arg_address(v, 0, signature), _arg_address(v, 1, signature)
+        from eth_utils import to_checksum_address
+
+        owner, recipient = to_checksum_address(owner), to_checksum_address(recipient)
+        allowance = _around_last_tx(v, "stable", "allowance", owner, AGENT.address)
+        from_change = _around_last_tx(v, "stable", "balanceOf", owner)
+        to_change = _around_last_tx(v, "stable", "balanceOf", recipient)
+        if None not in (allowance, from_change, to_change):
+            spent, debited, credited = -allowance, -from_change, to_change  # type: ignore[operator]
     return [
         Check("transaction_success", 20, _status(v)),
         Check("function_selector", 20, _sel(v, signature)),
-        Check("allowance_spent", 20, abs(-v.delta("allowance") - amount) <= tol),
-        Check("owner_debited", 20, abs(-v.delta("friend_token") - amount) <= tol),
-        Check("recipient_credited", 20, abs(v.delta("recipient_token") - amount) <= tol),
+        Check("allowance_spent", 20, abs(spent - amount) <= tol),
+        Check("owner_debited", 20, abs(debited - amount) <= tol, f"{owner} debited {debited}"),
+        Check("recipient_credited", 20, abs(credited - amount) <= tol, f"{recipient} credited {credited}"),
     ]
 
 
@@ -612,6 +649,15 @@ def _owner(v: Ctx, d: dict[str, Any]) -> int:
     return 30 if isinstance(got, str) and got.lower() == str(_truth(v)).lower() else 0
 
 
+def _approved(v: Ctx, d: dict[str, Any]) -> int:
+    """The reference's getApproved check: the returned address is the one approved (case-blind; "0x0" is
+    the zero address)."""
+    zero = "0x" + "0" * 40
+    got = str(d.get("approved_address", "")).lower()
+    got = zero if got == "0x0" else got
+    return 40 if got == str(_truth(v)).lower() else 0
+
+
 def _token_uri(v: Ctx, d: dict[str, Any]) -> int:
     got = d.get("tokenURI", "")
     return 30 if isinstance(got, str) and got and got == _truth(v) else 0
@@ -667,6 +713,7 @@ QUERIES: dict[str, RefQuery] = {
     ),
     "query_nft_owner": RefQuery((40, 30, 30), ("owner",), _owner),
     "query_nft_token_uri": RefQuery((40, 30, 30), ("tokenURI",), _token_uri),
+    "query_nft_approval_status": RefQuery((30, 30, 40), ("approved_address",), _approved, True, "value"),
     "query_nft_balance": RefQuery((40, 30, 30), ("balance",), _exact_int("balance", 30)),
     "query_current_block_number": RefQuery((50, 25, 25), ("block_number",), _block_number),
     "query_gas_price": RefQuery((40, 30, 30), ("maxFeePerGas", "maxPriorityFeePerGas"), _gas_price),
@@ -1117,6 +1164,7 @@ ANSWER_FORMATS: dict[str, str] = {
     "query_token_total_supply": '{"totalSupply": str(value)}',
     "query_nft_owner": '{"owner": value}',
     "query_nft_token_uri": '{"tokenURI": value}',
+    "query_nft_approval_status": '{"approved_address": value}',
     "query_nft_balance": '{"balance": str(value)}',
     "query_current_block_number": '{"block_number": value}',
     "query_transaction_count_nonce": '{"nonce": value}',
@@ -1153,12 +1201,14 @@ def score_composite(task_id: str, v: Ctx, rounds: int) -> tuple[float, bool, lis
     optimal, _ = composite_steps(task_id)
     if task_id in PURE_QUERY:
         expected = PURE_QUERY[task_id]
-        answered = len(v.answers)
+        # The reference counts every round whose action succeeded as a completed query: a query
+        # answered, and also a transaction sent (its status is not looked at).
+        answered = len(v.answers) + len(v.txs)
         batched = max((_batched(a) for a in v.answers), default=0)
         if batched >= expected:
             answered = batched
         base = 100.0 * min(1.0, answered / expected)
-        checks = [Check("queries_answered", 100, answered >= expected, f"{answered} of {expected}")]
+        checks = [Check("queries_answered", 100, answered >= expected, f"{answered} of {expected} rounds")]
     else:
         base = 100.0 if v.txs else 0.0
         checks = [Check("transaction_executed", 100, bool(v.txs), f"{len(v.txs)} transaction(s) sent")]

@@ -365,6 +365,8 @@ def generic_mutants(
     for key, rule in spec.params.items():
         if answer is not None and answer.kind == "bool" and rule["rule"] == "fresh_address":
             continue  # asking about any other address answers "no": right by chance half the time
+        if not any("{" + key + "}" in t for t in spec.templates):
+            continue  # a set-up parameter the instruction never names: no solution can get it wrong
         if rule["rule"] == "fresh_address":
             bad = {**params, key: _fresh_address(rng)}
             out.append((f"wrong_{key}", _solve(instance, names, before, bad)))

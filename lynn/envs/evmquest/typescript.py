@@ -976,11 +976,9 @@ TS_ROWS: dict[str, TsRow] = {
         ("tokenURI",),
     ),
     "query_nft_approval_status": TsRow(
-        lambda p, n: (
-            f"{{ query_result: await contract.isApprovedForAll(agentAddress, {ts_str(p['operator'])}) }}"
-        ),
+        lambda p, n: f"{{ query_result: await contract.getApproved({int(p['token_id'])}n) }}",
         _fixed("nft"),
-        ("isApprovedForAll",),
+        ("getApproved",),
     ),
     "query_pair_reserves": TsRow(
         lambda p, n: "{ query_result: { reserve0: reserves[0], reserve1: reserves[1] } }",

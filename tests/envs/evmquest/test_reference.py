@@ -281,11 +281,59 @@ def test_composite_rules_follow_the_controller() -> None:
     assert reference.score_composite("composite_wrap_unwrap_cycle", ctx, 6)[:2] == (50.0, False)
     assert reference.composite_steps("composite_nft_bundle_sale") == (5, 10)
     assert reference.composite_steps("composite_wrap_unwrap_cycle") == (3, 6)
-    # All-query composites count answers (or one batched answer), not their values.
+    # All-query composites count successful rounds (or one batched answer), not their values.
     one = Ctx(WORLD, {}, {}, {}, [], [{"x": 1}])
     assert reference.score_composite("composite_batch_query_portfolio", one, 1)[0] == pytest.approx(100 / 3)
     batched = Ctx(WORLD, {}, {}, {}, [], [{"balances": {"a": 0, "b": 0, "c": 0}}])
     assert reference.score_composite("composite_batch_query_portfolio", batched, 1)[:2] == (100.0, True)
+
+
+def ref_pure_query(history: list[dict], expected: int) -> float:
+    """composite_validator._validate_pure_query_completion: every round whose action_result has
+    success counts (a query, or a transaction sent: its result has success whatever the receipt's
+    status), unless one batched result reports at least ``expected`` balances; base score."""
+    successful, batched = 0, 0
+    for result in history:
+        if result.get("success"):
+            successful += 1
+            balances = result.get("balances") or (result.get("query_result") or {}).get("balances") or {}
+            if isinstance(balances, dict) and len(balances) > 1:
+                batched = len(balances)
+    if batched >= expected:
+        successful = batched
+    return 100.0 if successful >= expected else 100.0 * successful / expected
+
+
+def _as_history(answers: list, txs: list[TxRecord]) -> list[dict]:
+    sent = [{"success": True, "tx_hash": "0x", "status": t.status} for t in txs]
+    return [{"success": True, "is_query": True, "query_result": a, **a} for a in answers] + sent
+
+
+@pytest.mark.parametrize(
+    ("task_id", "answers", "statuses"),
+    [
+        ("composite_batch_query_2_balances", [], [1, 1]),  # two no-op transactions then done
+        ("composite_batch_query_2_balances", [], [0, 1]),  # a reverted one is a round that succeeded
+        ("composite_batch_query_2_balances", [{"balance": "1"}], [1]),
+        ("composite_batch_query_2_balances", [{"balance": "1"}, {"balance": "2"}], []),
+        ("composite_batch_query_2_balances", [{"balance": "1"}], []),
+        ("composite_batch_query_2_balances", [], []),
+        ("composite_batch_query_portfolio", [], [1, 1, 1]),
+        ("composite_batch_query_portfolio", [{"x": 1}], [1]),
+        ("composite_batch_query_portfolio", [{"balances": {"a": 0, "b": 0, "c": 0}}], []),
+    ],
+)
+def test_all_query_composites_count_rounds_as_the_reference(
+    task_id: str, answers: list, statuses: list
+) -> None:
+    txs = [record(TOKEN, "0x", 0, status=s) for s in statuses]
+    ctx = Ctx(WORLD, {}, {}, {}, txs, answers)
+    rounds = max(1, len(answers) + len(txs))
+    optimal, _ = reference.composite_steps(task_id)
+    decay = 1.0 if rounds <= optimal else optimal / rounds
+    base = ref_pure_query(_as_history(answers, txs), reference.PURE_QUERY[task_id])
+    score, success, _, got_decay = reference.score_composite(task_id, ctx, rounds)
+    assert (score, success, got_decay) == (pytest.approx(base * decay), base * decay >= 60, decay)
 
 
 # ----------------------------------------------------------------------------- on the chain
@@ -344,3 +392,68 @@ def test_reference_loopholes_are_reproduced(ref_env: EVMQuestEnv) -> None:
     ref_env.step(reverting(ref_env.names["wrapped"]))
     _, reward, terminated, _, info = ref_env.step(json.dumps({"done": True}))
     assert terminated and info["success"] and reward == 1.0
+
+
+def _reference_snapshots(env: EVMQuestEnv) -> tuple[dict, dict, dict, dict]:
+    """The reference controller's view of the last transferFrom: tx, receipt, and the from/to balances
+    and from -> agent allowance it reads for the addresses decoded from the calldata, just before and
+    after the transaction."""
+    from lynn.envs.evmquest.world import AGENT
+
+    w3 = env.world.chain.w3
+    t = env.txs[-1]
+    receipt = w3.eth.get_transaction_receipt(t.tx_hash)
+    owner = w3.to_checksum_address("0x" + t.data[10:74][-40:])
+    to = w3.to_checksum_address("0x" + t.data[74:138][-40:])
+    view = [{"name": "balanceOf", "inputs": [{"type": "address"}]},
+            {"name": "allowance", "inputs": [{"type": "address"}, {"type": "address"}]}]  # fmt: skip
+    abi = [
+        {**f, "type": "function", "stateMutability": "view", "outputs": [{"type": "uint256"}]} for f in view
+    ]
+    token = w3.eth.contract(address=env.world.addresses["stable"], abi=abi).functions
+    snap = [
+        {
+            "token_balance": token.balanceOf(owner).call(block_identifier=b),
+            "target_token_balance": token.balanceOf(to).call(block_identifier=b),
+            "allowance": token.allowance(owner, AGENT.address).call(block_identifier=b),
+        }
+        for b in (receipt["blockNumber"] - 1, receipt["blockNumber"])
+    ]
+    return {"to": t.to, "data": t.data}, {"status": t.status}, snap[0], snap[1]
+
+
+@pytest.mark.parametrize("case", ["instructed", "other_recipient", "other_amount", "other_owner"])
+def test_transferfrom_tracks_the_decoded_addresses_as_the_reference(ref_env: EVMQuestEnv, case: str) -> None:
+    from eth_utils import to_checksum_address
+
+    from lynn.envs.evmquest.logic import LOGIC
+
+    from .test_reference_ports import ref_transfer_from
+
+    ref_env.reset(seed=3, options={"task_id": "erc20_transferfrom_basic"})
+    params = dict(ref_env.instance.params)
+    bad = dict(params)
+    if case == "other_recipient":
+        bad["recipient"] = to_checksum_address("0x" + "ab" * 20)
+    elif case == "other_amount":  # within the allowance: the reference measures the decoded amount
+        bad["amount"] = str(float(params["amount"]) / 2)
+    elif case == "other_owner":  # no allowance from this one: it reverts
+        bad["owner"] = to_checksum_address("0x" + "cd" * 20)
+    _, reward, _, _, info = ref_env.step(LOGIC["erc20_transferfrom_basic"].script(bad, ref_env.names))
+    theirs = ref_transfer_from(*_reference_snapshots(ref_env), params)
+    assert (info["score"], info["success"]) == (float(theirs[0]), theirs[1]), info["checks"]
+    assert theirs == {"instructed": (100, True), "other_recipient": (100, True), "other_amount": (100, True),
+                      "other_owner": (0, False)}[case]  # fmt: skip
+
+
+def test_all_query_composite_counts_sent_transactions_as_the_reference(ref_env: EVMQuestEnv) -> None:
+    """Two no-op transactions, then done: the reference counts both rounds as completed queries."""
+    ref_env.reset(seed=1, options={"task_id": "composite_batch_query_2_balances"})
+    noop = "def execute_skill(w3, agent_address, contracts):\n    return {'to': agent_address, 'value': 0}\n"
+    for action in [noop, noop, json.dumps({"done": True})]:
+        _, reward, terminated, _, info = ref_env.step(action)
+    history = [{"success": True, "status": t.status} for t in ref_env.txs]
+    assert len(history) == 2 and not ref_env.answers
+    base = ref_pure_query(history, reference.PURE_QUERY["composite_batch_query_2_balances"])
+    optimal, _ = reference.composite_steps("composite_batch_query_2_balances")
+    assert terminated and reward == pytest.approx(base * min(1.0, optimal / 2) / 100) and base == 100.0

@@ -332,7 +332,8 @@ def allowance_cases(sig: str, mode: str) -> list[Case]:
     out = []
     for name, t, allowance_after, balance_moved in [
         ("correct", tx(ADDR["gov"], good), allowed, 0),
-        ("other_spender_loophole", tx(ADDR["gov"], call(sig, OTHER, amount)), allowed, 0),
+        # Another spender: the instructed spender's allowance (what both read) does not move.
+        ("other_spender", tx(ADDR["gov"], call(sig, OTHER, amount)), 0 if mode == "set" else initial, 0),
         ("other_amount_loophole", tx(ADDR["gov"], call(sig, RECIPIENT, amount * 3)), other_amount, 0),
         ("allowance_wrong", tx(ADDR["gov"], good), allowed + 1, 0),
         (
@@ -622,6 +623,23 @@ def ref_q_nonce(qr: dict, sb: dict) -> tuple[int, bool]:
     return score, score >= 60
 
 
+def ref_q_nft_approval(qr: dict, sb: dict) -> tuple[int, bool]:
+    """query_nft_approval_status_validator: executed (30), an approved_address field (30), then the
+    returned, expected and actual addresses all equal (40); it passes only on the last check."""
+    if not qr.get("success"):
+        return 0, False
+    data = qr.get("data", {})
+    if "approved_address" not in data:
+        return 30, False
+    zero = "0x" + "0" * 40
+    got = data.get("approved_address", "").lower()
+    actual = sb.get("approved_address", zero).lower()
+    expected = sb["expected_approved_address"].lower()
+    got, actual, expected = (zero if a == "0x0" else a for a in (got, actual, expected))
+    ok = got == expected == actual
+    return 60 + (40 if ok else 0), ok
+
+
 @dataclass
 class QCase:
     """A query case: our measured state, the reference's ``state_before``, and the answers given."""
@@ -739,6 +757,16 @@ QPORTS: dict[str, tuple[Callable[[dict, dict], tuple[int, bool]], list[QCase]]] 
             "ipfs://lynn/7",
             {"token_uri": "ipfs://lynn/7"},
             [None, {"tokenURI": "ipfs://lynn/7"}, {"tokenURI": "ipfs://lynn/8"}, {"uri": "ipfs://lynn/7"}, {"tokenURI": 7}],
+        ),
+    ),
+    "query_nft_approval_status": (
+        ref_q_nft_approval,
+        q_cases(
+            RECIPIENT,
+            {"approved_address": RECIPIENT, "expected_approved_address": RECIPIENT},
+            [None, {"approved_address": RECIPIENT}, {"approved_address": RECIPIENT.upper().replace("0X", "0x")},
+             {"approved_address": OTHER}, {"approved_address": "0x0"}, {"approved": RECIPIENT},
+             {"approved_address": RECIPIENT, "extra": 1}],
         ),
     ),
     "query_nft_balance": (

@@ -140,10 +140,10 @@ def test_attack_scores_zero_and_env_recovers(
 
 def test_secret_env_vars_never_reach_scripts(fast_env: EVMQuestEnv, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LYNN_SECRET", "hunter2")
-    # A yes/no question takes one boolean answer: "is the script's environment empty?"
-    fast_env.reset(seed=0, options={"task_id": "query_nft_approval_status"})
-    _, _, _, _, info = fast_env.step(skill("import os\nreturn {'query_result': len(os.environ) == 0}"))
-    assert info["error"] is None and fast_env.answers[-1] is True
+    # A text question takes any string: "how many variables does the script's environment hold?"
+    fast_env.reset(seed=0, options={"task_id": "query_nft_token_uri"})
+    _, _, _, _, info = fast_env.step(skill("import os\nreturn {'query_result': str(len(os.environ))}"))
+    assert info["error"] is None and fast_env.answers[-1] == "0"
 
 
 def test_permit_signature_comes_from_the_env(fast_env: EVMQuestEnv) -> None:

@@ -20,7 +20,6 @@ ATOMIC_QUERIES = [t for t in QUERY_TASKS if not t.startswith("composite_")]
 INHERENTLY_FEW_VALUES = {
     "query_token_metadata": 3,  # one answer per token: a token's name/symbol/decimals never change
     "query_nft_token_uri": 3,  # one per token id (8 ids), named in the instruction
-    "query_nft_approval_status": 2,  # a yes/no question: chance is 1/2
 }
 
 
