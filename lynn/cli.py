@@ -153,119 +153,59 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_suite(args: argparse.Namespace) -> int:
-    """The main job (``make run``): every registered env × its suite agents, then the leaderboard."""
-    from lynn.eval.leaderboard import write_leaderboard
-    from lynn.eval.runner import EvalConfig, evaluate
-    from lynn.registry import ENTRIES
+def config_from_args(cls: type, args: argparse.Namespace) -> Any:
+    """An instance of the config dataclass ``cls`` from the flags :func:`add_config_flags` added."""
+    import dataclasses
 
-    entries = [e for e in ENTRIES if not args.env or e.id in args.env]
-    if not entries:
-        raise UsageError("no registered env matches --env")
-    lm_model: str | None = None
-    world: tuple[dict[str, Any], list[str]] | None = None
-    for entry in entries:
-        for agent in entry.suite_agents:
-            agent_kwargs: dict[str, Any] = {}
-            if agent == "lm":
-                if args.no_lm:
-                    continue
-                if lm_model is None:
-                    from lynn.eval.suite_model import DEFAULT_DIR, ensure_suite_model
+    return cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(cls)})
 
-                    lm_model = args.lm_model or ensure_suite_model(
-                        DEFAULT_DIR, minutes=args.lm_minutes, progress=not args.no_progress
-                    )
-                    if not Path(lm_model, "config.json").exists():
-                        raise UsageError(f"--lm-model {lm_model}: no model there (config.json missing)")
-                agent_kwargs = {"model": lm_model}
-            env_kwargs, split, tasks = dict(entry.suite_kwargs), None, None
-            if entry.id == WORLD_MODEL_ID:  # model built from LiveWeb runs (see _suite_world_model)
-                world = world or _suite_world_model(args)
-                env_kwargs, tasks, split = dict(world[0]), list(world[1]), "test"
-            evaluate(
-                EvalConfig(
-                    env_id=entry.id,
-                    agent=agent,
-                    episodes=(args.episodes or entry.suite_episodes) if tasks is None else 1,
-                    seed=args.seed,
-                    workers=args.workers,
-                    out=args.out,
-                    split=split,
-                    tasks=tasks,
-                    env_kwargs=env_kwargs,
-                    agent_kwargs=agent_kwargs,
-                    progress=not args.no_progress,
+
+def add_config_flags(parser: argparse.ArgumentParser, cls: type) -> None:
+    """One flag per field of the config dataclass ``cls`` (help from ``field(metadata={"help": ...})``).
+
+    ``bool`` fields: ``--name`` (default False) or ``--no-name`` (default True); ``list`` fields repeat;
+    ``int``/``float``/``str`` (optionally ``| None``) take one value of that type.
+    """
+    import dataclasses
+    import typing
+
+    hints = typing.get_type_hints(cls)
+    for f in dataclasses.fields(cls):
+        flag = f.name.replace("_", "-")
+        help_text = f.metadata.get("help")
+        hint = hints[f.name]
+        args_ = typing.get_args(hint)
+        base = next((a for a in args_ if a is not type(None)), hint) if args_ else hint
+        if base is bool:
+            if f.default is True:
+                parser.add_argument(
+                    f"--no-{flag}",
+                    dest=f.name,
+                    action="store_false",
+                    help=help_text and f"turn off: {help_text}",
                 )
-            )
-    rows, paths = write_leaderboard(args.out)
-    _print_rows(rows)
-    print(" ".join(f"{k}: {v}" for k, v in paths.items()))
-    if any(e.id == WORLD_MODEL_ID and e.suite_agents for e in entries):
-        _print_imagined_vs_real(args, next(e for e in entries if e.id == WORLD_MODEL_ID).suite_agents)
-    return 0
+            else:
+                parser.add_argument(f"--{flag}", dest=f.name, action="store_true", help=help_text)
+        elif typing.get_origin(base) is list:
+            parser.add_argument(f"--{flag}", dest=f.name, action="append", default=f.default, help=help_text)
+        else:
+            parser.add_argument(f"--{flag}", dest=f.name, type=base, default=f.default, help=help_text)
 
 
-WORLD_MODEL_ID = "Lynn/WebWorldModel-v0"
+def cmd_suite(args: argparse.Namespace) -> int:
+    """The main job (``make run``): every env × its suite agents, then the leaderboard (:mod:`lynn.suite`)."""
+    from lynn.suite.run import SuiteConfig, run_suite
 
-
-def _suite_world_model(args: argparse.Namespace) -> tuple[dict[str, Any], list[str]]:
-    """Model kwargs and test task ids for the suite's WebWorldModel rows: the instances of this results
-    tree's LiveWeb expert episodes (else every 6th test task, at most --episodes or 10), with a page-memory
-    world model and reward model built from LiveWeb transitions (lynn.envs.worldmodel.suite)."""
-    from lynn.envs.worldmodel.suite import ensure_suite_world_model
-    from lynn.eval.collect import CollectConfig, collect
-    from lynn.eval.runner import EvalConfig, list_tasks, read_records, run_dir
-    from lynn.eval.suite_model import DEFAULT_DIR as LM_DIR
-
-    live_cfg = EvalConfig("Lynn/LiveWeb-v0", agent="expert", out=args.out)
-    live = run_dir(live_cfg) / "episodes.jsonl"
-    tasks = (
-        list(dict.fromkeys(r["task_id"] for r in read_records(live) if r.get("task_id")))
-        if live.exists()
-        else []
-    )
-    if not tasks:
-        tasks = [t["task_id"] for t in list_tasks("Lynn/LiveWeb-v0", "test")][::6][: args.episodes or 10]
-
-    def run_collect(
-        split: str, ids: Any, out: str, eps: float | None, max_steps: int, agent: str = "expert"
-    ) -> dict[str, Any]:
-        kw = {"epsilon": eps} if eps is not None else {}
-        return collect(
-            CollectConfig(
-                "Lynn/LiveWeb-v0",
-                agent=agent,
-                split=split,
-                tasks=list(ids),
-                out=out,
-                agent_kwargs=kw,
-                max_steps=max_steps,
-                progress=not args.no_progress,
-                seed=7 if eps is not None or agent != "expert" else None,
-            )
+    result = run_suite(config_from_args(SuiteConfig, args))
+    _print_rows(result["rows"])
+    print(" ".join(f"{k}: {v}" for k, v in result["paths"].items()))
+    if result["imagined_vs_real"]:
+        print(
+            "Imagined (Lynn/WebWorldModel-v0) vs real (Lynn/LiveWeb-v0) success, same instances:\n"
+            + result["imagined_vs_real"]
         )
-
-    train = [t["task_id"] for t in list_tasks("Lynn/LiveWeb-v0", "train")]
-    lm_data = LM_DIR.parent / f"{LM_DIR.name}-data"  # the suite LM's LiveWeb expert runs, when complete
-    reuse = [lm_data / "web"] if (lm_data / "collected.json").exists() else []
-    info = ensure_suite_world_model(tasks, train, run_collect, reuse=reuse)
-    print(
-        f"lynn suite: world model {info['model']} ({info['transitions']} transitions, built in "
-        f"{info['minutes']:.1f} min; page memory + nearest neighbour, logistic reward model)",
-        flush=True,
-    )
-    return {"model": info["model"], "reward_model": info["reward_model"]}, tasks
-
-
-def _print_imagined_vs_real(args: argparse.Namespace, agents: Any) -> None:
-    from lynn.envs.worldmodel.suite import DEFAULT_DIR, comparison_markdown, imagined_vs_real, real_outcomes
-
-    test_data = DEFAULT_DIR.parent / f"{DEFAULT_DIR.name}-data" / "test"
-    collected = real_outcomes(test_data) if test_data.exists() else None
-    table = comparison_markdown(imagined_vs_real(args.out, agents, collected))
-    Path(args.out, "imagined_vs_real.md").write_text(table)
-    print("Imagined (Lynn/WebWorldModel-v0) vs real (Lynn/LiveWeb-v0) success, same instances:\n" + table)
+    print(f"lynn suite: {result['minutes']:.1f} min")
+    return 0
 
 
 # --- collect / train (LM data and models) -------------------------------------------------------
@@ -559,22 +499,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--address", help="Ray cluster to join, HOST:PORT (with --backend ray)")
     p.set_defaults(func=cmd_eval)
 
+    from lynn.suite.run import SuiteConfig  # light: the job's imports run in the command
+
     p = sub.add_parser(
         "suite", help="the main job: evaluate the built-in agents on every env, print the leaderboard"
     )
-    p.add_argument("--out", default="results")
-    p.add_argument("--env", action="append", help="only this env id (repeatable)")
-    p.add_argument("--episodes", type=int, help="override each env's episode budget")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--workers", type=int, default=1)
-    p.add_argument("--no-progress", action="store_true")
-    p.add_argument(
-        "--lm-model", help="model folder for agent 'lm' (default: models/suite-lm, trained on first run)"
-    )
-    p.add_argument(
-        "--lm-minutes", type=float, default=15.0, help="training budget of the suite LM on its first run"
-    )
-    p.add_argument("--no-lm", action="store_true", help="leave the 'lm' rows out")
+    add_config_flags(p, SuiteConfig)
     p.set_defaults(func=cmd_suite)
 
     p = sub.add_parser("leaderboard", help="aggregate result folders into Markdown, HTML and PNG")
