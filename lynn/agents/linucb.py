@@ -6,8 +6,13 @@ One readable file (CleanRL style). Per decision:
    ``0.5*similarity + 0.35*prior_success + 0.15*stability`` with
    ``stability = 0.4*(1-load) + 0.4*(1-latency_norm) + 0.2*available``.
 2. **LinUCB** scores each kept candidate's feature vector ``x`` (``[1, sim, load, lat, prior, avail]``
-   scaled to ``||x|| <= 1``) by ``x.theta + beta_t * sqrt(x' A^-1 x)`` with one shared ``theta`` and the
-   OFUL radius ``beta_t = alpha * sqrt(d ln(1 + t/lambda) + 2 ln(1/delta)) + sqrt(lambda) * S``.
+   brought to ``||x|| <= 1``) by ``x.theta + beta_t * sqrt(x' A^-1 x)`` with one shared ``theta`` and the
+   OFUL radius ``beta_t = alpha * sqrt(d ln(1 + t/lambda) + 2 ln(1/delta)) + sqrt(lambda) * S``, ``t`` the
+   updates so far with ``t = max(1, t)`` (the reference's ``GlobalLinUCB.beta``). Two feature maps:
+   ``features="reference"`` is Symphony-Coord's ``build_x``: each vector divided by its own norm when
+   that exceeds 1 (always, since ``x[0] = 1``); ``features="scaled"`` (ours, the default) multiplies
+   every vector by the constant ``1/sqrt(d)``, which keeps the raw features' relative sizes across
+   candidates (a candidate with more of everything is not shrunk towards the others).
 3. **Delayed updates**: the chosen ``x`` waits under the env's ``info["decision_id"]`` until the
    vote's reward arrives in ``info["feedback"]``; then ``A^-1`` (Sherman-Morrison) and ``b`` update.
 
@@ -41,6 +46,7 @@ from lynn.agents import Agent
 
 # Column indices of the candidate features (lynn.envs.coordination.pool.FEATURES).
 SIM, LOAD, LAT, PRIOR, AVAIL = 1, 2, 3, 4, 5
+FEATURE_MAPS = ("scaled", "reference")
 
 
 @dataclass
@@ -50,10 +56,14 @@ class LinUCBArgs:
     ``lam``, ``delta``, ``top_l`` are the reference's. Its ``alpha=1, S=1`` make the OFUL radius a
     worst-case bound that explores several times more than needed on every Lynn scenario (regret
     2-8x higher, BENCHMARKS.md "Coordination"); the defaults here, ``alpha=0.05, S=0.5``, were
-    chosen on those measurements. Pass ``alpha=1, S=1`` for the reference's router.
+    chosen on those measurements, with ``features="scaled"``. Pass ``alpha=1, S=1,
+    features="reference"`` for the reference's router (``tests/agents/test_linucb_params.py`` checks it
+    decision by decision against one written from Symphony-Coord's ``GlobalLinUCB`` and ``build_x``).
 
     Attributes:
         alpha: exploration scale of the OFUL radius.
+        features: ``"scaled"`` (``x / sqrt(d)``, ours) or ``"reference"`` (``build_x``: ``x / ||x||``
+            when ``||x|| > 1``).
         lam: ridge regulariser lambda (``A = lam*I + sum x x'``).
         delta: confidence level of the radius.
         S: bound on ``||theta*||``.
@@ -75,6 +85,7 @@ class LinUCBArgs:
     """
 
     alpha: float = 0.05
+    features: str = "scaled"
     lam: float = 1.0
     delta: float = 0.05
     S: float = 0.5
@@ -89,6 +100,8 @@ class LinUCBArgs:
     min_record: int = 10
 
     def __post_init__(self) -> None:
+        if self.features not in FEATURE_MAPS:
+            raise ValueError(f"features must be one of {FEATURE_MAPS}, got {self.features!r}")
         if not 0.0 < self.cusum_rho < 1.0:
             raise ValueError(f"cusum_rho must lie in (0, 1), got {self.cusum_rho!r}")
         if self.cusum_h <= 0.0:
@@ -217,7 +230,10 @@ class ChangeDetector:
     twice as long as the one before (exponential backoff, never reset within an episode: one lucky
     probe of a degraded worker does not buy it a short suspension next time), so a dead worker
     costs one probe per doubling period and a false alarm one suspension.
-    Its record and statistic are kept across an alarm (``S_i`` restarts at 0).
+    Its record and statistic are kept across an alarm (``S_i`` restarts at 0). Outcomes that settle
+    while the worker is suspended (calls made before the alarm, delayed feedback) join its record but
+    not the statistic: they are evidence of the change the alarm already acted on, and counting them
+    again would raise a second alarm and double the suspension for one break.
 
     With the defaults ``rho = 0.1, h = 7`` (Lorden's bound for a known ``p0``: at least ``e^7`` ~ 1100
     calls of a worker between false alarms, more than one 1000-step episode) a worker whose record is
@@ -257,7 +273,13 @@ class ChangeDetector:
     def update(self, slot: int, cls: bytes, success: bool) -> bool:
         """Add one settled outcome of ``slot`` on subtask class ``cls``; return whether it alarmed."""
         rec = self.record.setdefault((slot, cls), [0, 0])
-        if self.probation[slot] and not self.suspended()[slot]:
+        if self.suspended()[slot]:
+            # A call made before the alarm, settling now: the alarm already acted on this change, so
+            # the outcome joins the record but neither the statistic nor a second alarm.
+            rec[0] += int(success)
+            rec[1] += 1
+            return False
+        if self.probation[slot]:
             # Half-open: the first outcome after readmission closes the breaker or reopens it, longer.
             self.probation[slot] = False
             rec[0] += int(success)
@@ -309,16 +331,27 @@ class LinUCBAgent(Agent):
         )
 
     def beta(self, t: np.ndarray | int) -> np.ndarray | float:
-        """The OFUL radius after ``t`` updates (``t`` an int, or an array of per-model counts)."""
+        """The OFUL radius after ``t`` updates (``t`` an int, or an array of per-model counts).
+
+        ``t`` is taken as ``max(1, t)``, as the reference's ``GlobalLinUCB.beta`` does.
+        """
         a = self.args
         if isinstance(t, int):
+            t = max(1, t)
             return (
                 a.alpha * math.sqrt(self.d * math.log1p(t / a.lam) + self._log_delta) + math.sqrt(a.lam) * a.S
             )
         return (
-            a.alpha * np.sqrt(self.d * np.log1p(np.asarray(t) / a.lam) + self._log_delta)
+            a.alpha * np.sqrt(self.d * np.log1p(np.maximum(np.asarray(t), 1) / a.lam) + self._log_delta)
             + math.sqrt(a.lam) * a.S
         )
+
+    def features(self, x: np.ndarray) -> np.ndarray:
+        """The LinUCB feature vectors of raw candidate rows ``x`` (``features`` option)."""
+        if self.args.features == "reference":  # build_x: divide by the norm where it exceeds 1
+            norm = np.linalg.norm(x, axis=-1, keepdims=True)
+            return np.where(norm > 1.0, x / np.where(norm > 0, norm, 1.0), x)
+        return x * self.scale
 
     def act(self, obs: dict[str, np.ndarray], info: dict[str, Any]) -> int:
         x_all = np.asarray(obs["candidates"], dtype=np.float64)
@@ -330,7 +363,7 @@ class LinUCBAgent(Agent):
         if self.args.screening and idx.size > self.args.top_l:
             scores = screening_scores(x_all[idx])
             idx = idx[np.argsort(-scores, kind="stable")[: self.args.top_l]]
-        xs = x_all[idx] * self.scale
+        xs = self.features(x_all[idx])
         if self.args.disjoint:
             mean, width = self.model.mean_and_width(idx, xs)
             ucb = mean + self.beta(self.model.n[idx]) * width

@@ -69,6 +69,21 @@ def test_probation_and_exponential_backoff() -> None:
     assert not det.suspended()[0] and not det.probation[0]
 
 
+def test_outcomes_settling_during_a_suspension_do_not_alarm_again() -> None:
+    """The issue's reproduction: with delayed feedback, calls made before the alarm settle while the
+    worker is suspended. They are the same break the alarm acted on: one alarm, one suspension of 50
+    (to t = 62 + 50 = 112), not a second alarm (strikes 2) that runs it to 65 + 100 = 165."""
+    det = detector()
+    feed(det, 0, [True] * 60 + [False, False])  # alarm at t = 62
+    assert det.alarms == [(62, 0)] and det.until[0] == 112
+    assert feed(det, 0, [False, False, False]) == [False, False, False]  # in flight, settling at 63..65
+    assert det.strikes[0] == 1 and det.until[0] == 112 and det.stat[0] == 0.0
+    assert det.record[(0, CLS)] == [60, 65]  # they still join the record
+    for _ in range(112 - det.t):
+        det.tick()
+    assert feed(det, 0, [True]) == [False] and not det.probation[0]  # readmitted on probation, cleared
+
+
 def run(agent: LinUCBAgent, env: CoordinationEnv, seed: int, steps: int = 1000) -> dict:
     obs, info = env.reset(seed=seed)
     agent.reset(seed=seed)

@@ -32,7 +32,9 @@ class Reference:
         top_l: int,
         screening: bool,
         disjoint: bool,
+        features: str = "scaled",
     ):
+        self.features = features
         self.alpha, self.lam, self.delta, self.S = alpha, lam, delta, S
         self.top_l, self.screening, self.disjoint = top_l, screening, disjoint
         n = n_slots if disjoint else 1
@@ -40,6 +42,7 @@ class Reference:
         self.rs: list[list[float]] = [[] for _ in range(n)]
 
     def radius(self, t: int) -> float:
+        t = max(1, t)  # GlobalLinUCB.beta
         return (
             self.alpha * math.sqrt(D * math.log(1 + t / self.lam) + 2 * math.log(1 / self.delta))
             + math.sqrt(self.lam) * self.S
@@ -68,7 +71,11 @@ class Reference:
             slots = sorted(slots, key=lambda i: -score(i))[: self.top_l]
         best, best_ucb, best_x = -1, -math.inf, None
         for i in slots:
-            x = raw[i] / math.sqrt(D)
+            if self.features == "reference":  # build_x: x / ||x|| when ||x|| > 1
+                norm = math.sqrt(sum(v * v for v in raw[i]))
+                x = raw[i] / norm if norm > 1.0 else raw[i]
+            else:
+                x = raw[i] / math.sqrt(D)
             m = i if self.disjoint else 0
             a, theta = self.model(m)
             ucb = x @ theta + self.radius(len(self.xs[m])) * math.sqrt(x @ np.linalg.solve(a, x))
@@ -87,6 +94,11 @@ PARAMS = [
     dict(alpha=0.3, lam=0.4, delta=0.01, S=0.25, top_l=4, screening=True, disjoint=False),
     dict(alpha=1.3, lam=3.0, delta=0.1, S=0.6, top_l=3, screening=False, disjoint=False),
     dict(alpha=0.5, lam=1.7, delta=0.3, S=0.9, top_l=3, screening=True, disjoint=True),
+    # The reference's router: Symphony-Coord's GlobalLinUCB defaults with build_x.
+    dict(
+        alpha=1.0, lam=1.0, delta=0.05, S=1.0, top_l=3, screening=True, disjoint=False, features="reference"
+    ),
+    dict(alpha=0.7, lam=2.5, delta=0.2, S=1.7, top_l=2, screening=True, disjoint=False, features="reference"),
 ]
 
 
@@ -121,11 +133,14 @@ def test_decisions_and_theta_match_the_reference(params: dict) -> None:
 def test_radius_with_every_parameter_off_one() -> None:
     agent = LinUCBAgent(CoordinationEnv(), alpha=0.7, lam=2.5, delta=0.2, S=1.7)
     for t in (0, 1, 7, 250):
-        want = 0.7 * math.sqrt(6 * math.log(1 + t / 2.5) + 2 * math.log(5)) + math.sqrt(2.5) * 1.7
+        tt = max(1, t)  # the reference's t = max(1, t): no update yet radiates like one
+        want = 0.7 * math.sqrt(6 * math.log(1 + tt / 2.5) + 2 * math.log(5)) + math.sqrt(2.5) * 1.7
         assert agent.beta(t) == pytest.approx(want, rel=1e-12)
+    assert agent.beta(0) == agent.beta(1)
     counts = np.array([0, 3, 40])
     want = [
-        0.7 * math.sqrt(6 * math.log(1 + t / 2.5) + 2 * math.log(5)) + math.sqrt(2.5) * 1.7 for t in counts
+        0.7 * math.sqrt(6 * math.log(1 + max(1, t) / 2.5) + 2 * math.log(5)) + math.sqrt(2.5) * 1.7
+        for t in counts
     ]
     np.testing.assert_allclose(agent.beta(counts), want, rtol=1e-12)
 
@@ -242,3 +257,36 @@ def test_defaults_and_config() -> None:
     agent = LinUCBAgent(CoordinationEnv(), lam=2.0)
     assert agent.config()["lam"] == 2.0 and agent.config()["alpha"] == 0.05
     assert agent.scale == pytest.approx(1 / math.sqrt(6))
+
+
+def test_reference_feature_map_is_build_x() -> None:
+    """build_x by hand: x = [1, 0.5, 0.2, 0.1, 0.6, 1] has ||x|| = sqrt(2.66) = 1.6310 > 1, so each
+    entry is divided by it; the scaled map divides every vector by sqrt(6) = 2.4495 instead."""
+    env = CoordinationEnv()
+    ref = LinUCBAgent(env, features="reference")
+    ours = LinUCBAgent(env)
+    x = np.array([[1.0, 0.5, 0.2, 0.1, 0.6, 1.0], [1.0, 0.0, 0.0, 0.0, 0.0, 0.0]])
+    want = np.array([1.0, 0.5, 0.2, 0.1, 0.6, 1.0]) / 1.6309506
+    np.testing.assert_allclose(ref.features(x)[0], want, rtol=1e-6)
+    np.testing.assert_allclose(ref.features(x)[1], x[1])  # norm 1: left as it is
+    np.testing.assert_allclose(ours.features(x), x / 2.4494897, rtol=1e-6)
+    with pytest.raises(ValueError, match="features"):
+        LinUCBAgent(env, features="unit")
+
+
+def test_reference_router_differs_from_the_scaled_one() -> None:
+    """The two maps are different routers: over 400 decisions some choices differ."""
+    env = CoordinationEnv(scenario="stationary", slots=8, delay=2, votes=3)
+    picks = {}
+    for feat in ("reference", "scaled"):
+        agent = LinUCBAgent(env, alpha=1.0, S=1.0, features=feat, change_detect=False)
+        obs, info = env.reset(seed=11)
+        agent.reset(seed=11)
+        out = []
+        for _ in range(400):
+            a = agent.act(obs, info)
+            obs, r, term, trunc, info = env.step(a)
+            agent.observe(a, r, obs, term, trunc, info)
+            out.append(a)
+        picks[feat] = out
+    assert sum(a != b for a, b in zip(picks["reference"], picks["scaled"], strict=True)) > 0
