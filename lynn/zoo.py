@@ -23,6 +23,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -52,7 +53,15 @@ README_FILE = "README.md"
 BUDGET_BYTES = 40_000_000
 #: Files that describe a model rather than make it: not hashed.
 _META = frozenset({CARD_FILE, README_FILE})
-_verified: dict[tuple[str, float], Path] = {}
+_verified: dict[tuple[Any, ...], Path] = {}
+
+
+def _stat(path: Path) -> tuple[int, int]:
+    try:
+        st = path.stat()
+    except OSError:
+        return (-1, -1)
+    return (st.st_size, st.st_mtime_ns)
 
 
 class ZooError(UsageError, ValueError):
@@ -164,12 +173,17 @@ def verify(name: str, root: str | Path | None = None) -> Path:
             f"no zoo model {name!r} (no {card_path}); the zoo has: {known or 'nothing'}"
             + ("" if root.is_dir() else f" ({root} does not exist; set $LYNN_ZOO to a checkout's models/)")
         )
-    key = (str(folder.resolve()), card_path.stat().st_mtime)
-    if key in _verified:
-        return _verified[key]
     card = Card.load(card_path)
     if not card.files:
         raise ZooError(f"zoo model {name!r} lists no files in its card; {_rebuild_hint(name)}")
+    # Hash once per process while no file's size or mtime moves (a model is loaded many times).
+    key = (
+        str(folder.resolve()),
+        card_path.stat().st_mtime_ns,
+        tuple(_stat(folder / r) for r in sorted(card.files)),
+    )
+    if key in _verified:
+        return _verified[key]
     for rel, digest in sorted(card.files.items()):
         p = folder / rel
         if not p.is_file():
@@ -356,7 +370,9 @@ def build(
     report = []
     for card in chosen:
         target = Path(out).resolve() / card.name
-        env = {**os.environ, "DATA": str(data), "OUT": str(target)}
+        # The commands name `lynn` and `python`: this interpreter's (the venv's) first on PATH.
+        path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+        env = {**os.environ, "DATA": str(data), "OUT": str(target), "PATH": path}
         ran: list[str] = []
         started = time.monotonic()
         for key, cmd in card.data_commands.items():

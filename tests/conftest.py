@@ -14,17 +14,6 @@ pytest_plugins = [
 
 REPO = Path(__file__).resolve().parents[1]
 GUESS = "tests._envs:LynnTest/Guess-v0"
-WORLD_MODEL_ID = "Lynn/WebWorldModel-v0"
-
-
-def make_kwargs(env_id: str, request: pytest.FixtureRequest) -> dict[str, str]:
-    """What ``gym.make`` needs for ids that cannot be made bare: the world-model env needs a model (it
-    refuses to guess one), so registry-wide tests give it the page-memory model built from real
-    LiveWeb transitions (the ``memory_model`` session fixture)."""
-    if env_id == WORLD_MODEL_ID:
-        model = request.getfixturevalue("memory_model")
-        return {"model": str(model), "reward_model": str(model)}
-    return {}
 
 
 def run_python(code: str, timeout: float = 120, **kwargs) -> subprocess.CompletedProcess[str]:

@@ -1,4 +1,5 @@
-"""Every registered id passes Gymnasium's env checker (as Gymnasium's own tests/envs/test_envs.py)."""
+"""Every registered id, made with its defaults (no kwargs: the world-model env loads the zoo's models),
+passes Gymnasium's env checker (as Gymnasium's own tests/envs/test_envs.py)."""
 
 from __future__ import annotations
 
@@ -7,12 +8,11 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import lynn
-from tests.conftest import make_kwargs
 
 
 @pytest.mark.parametrize("env_id", lynn.ENV_IDS)
-def test_check_env(env_id: str, request: pytest.FixtureRequest) -> None:
-    env = gym.make(env_id, disable_env_checker=True, **make_kwargs(env_id, request)).unwrapped
+def test_check_env_with_defaults(env_id: str) -> None:
+    env = gym.make(env_id, disable_env_checker=True).unwrapped
     try:
         check_env(env, skip_render_check=True)
     finally:
@@ -40,12 +40,10 @@ BAD_ACTION_ERRORS = {
 
 
 @pytest.mark.parametrize("env_id", lynn.ENV_IDS)
-def test_random_agent_episode_and_bad_action_never_raises(
-    env_id: str, request: pytest.FixtureRequest
-) -> None:
+def test_random_agent_episode_and_bad_action_never_raises(env_id: str) -> None:
     from lynn.agents import make_agent
 
-    env = gym.make(env_id, **make_kwargs(env_id, request))
+    env = gym.make(env_id)
     try:
         agent = make_agent("random", env)
         obs, info = env.reset(seed=1)

@@ -379,8 +379,23 @@ class LMWorldModel:
         self.generator.close()
 
 
+def stored(path: str | Path) -> Path:
+    """``path``, or ``path.gz`` where only the gzip-compressed copy exists (the zoo ships its JSONL so)."""
+    p = Path(path)
+    gz = p.with_name(p.name + ".gz")
+    return gz if not p.exists() and gz.exists() else p
+
+
+def open_text(path: str | Path) -> Any:
+    """A text file, read through gzip when its name ends in ``.gz``."""
+    import gzip
+
+    p = stored(path)
+    return gzip.open(p, "rt", encoding="utf-8") if p.name.endswith(".gz") else p.open(encoding="utf-8")
+
+
 def read_memory(path: str | Path) -> list[dict[str, Any]]:
-    with open(path, encoding="utf-8") as fh:
+    with open_text(path) as fh:
         return [json.loads(line) for line in fh if line.strip()]
 
 
@@ -438,7 +453,9 @@ def load_world_model(
         cfg = json.loads((folder / CONFIG_FILE).read_text())
         lm_dir = folder / cfg.get("lm", "lm")
         rows = (
-            read_memory(memory or folder / MEMORY_FILE) if (memory or (folder / MEMORY_FILE).exists()) else []
+            read_memory(memory or folder / MEMORY_FILE)
+            if (memory or stored(folder / MEMORY_FILE).exists())
+            else []
         )
         tok = AutoTokenizer.from_pretrained(lm_dir)
         gen = OpenAIGenerator(base_url=llm_url, model=served_model or str(lm_dir.resolve()))
@@ -458,7 +475,7 @@ def load_world_model(
     cfg_path = p / CONFIG_FILE
     if cfg_path.exists():
         cfg = json.loads(cfg_path.read_text())
-        rows = read_memory(p / MEMORY_FILE) if (p / MEMORY_FILE).exists() else []
+        rows = read_memory(p / MEMORY_FILE) if stored(p / MEMORY_FILE).exists() else []
         kind = cfg.get("kind", "lm")
         if kind == "copy":
             return CopyModel()

@@ -98,7 +98,7 @@ class WebWorldModelEnv(gym.Env):
         world_model: Any = None,
         render_mode: str | None = None,
     ) -> None:
-        from lynn.envs.worldmodel.model import STARTS_FILE, TRAIN_HINT, load_world_model
+        from lynn.envs.worldmodel.model import STARTS_FILE, TRAIN_HINT, load_world_model, stored
 
         if render_mode is not None:
             raise ValueError("WebWorldModel renders nothing (render_mode must be None)")
@@ -136,8 +136,8 @@ class WebWorldModelEnv(gym.Env):
 
             self.reward_model = RewardModel.load(reward_model)
         src = starts
-        if src is None and model is not None and (Path(model) / STARTS_FILE).exists():
-            src = Path(model) / STARTS_FILE
+        if src is None and model is not None and stored(Path(model) / STARTS_FILE).exists():
+            src = stored(Path(model) / STARTS_FILE)
         if src is None:
             raise ValueError(
                 "no start pages: pass starts=PATH (a `lynn collect Lynn/LiveWeb-v0` output or starts.jsonl)"
@@ -175,12 +175,12 @@ class WebWorldModelEnv(gym.Env):
     ) -> list[dict[str, Any]]:
         """The task instances with a recorded start page (``task_id``, ``split``, ``description``)."""
         from lynn import zoo
-        from lynn.envs.worldmodel.model import STARTS_FILE
+        from lynn.envs.worldmodel.model import STARTS_FILE, stored
 
         if starts is None and model is None:
             model = zoo.default_for(ENV_ID, "model")
         model = zoo.resolve(model)
-        src = starts or (Path(model) / STARTS_FILE if model else None)
+        src = starts or (stored(Path(model) / STARTS_FILE) if model else None)
         if src is None:
             return []
         return [
@@ -363,9 +363,11 @@ def _site_urls(task: dict[str, Any]) -> dict[str, str]:
 
 def _read_starts(src: str | Path) -> list[dict[str, Any]]:
     """Start pages from a ``starts.jsonl`` or from ``lynn collect`` transitions (file or folder)."""
-    p = Path(src)
+    from lynn.envs.worldmodel.model import open_text, stored
+
+    p = stored(src)
     if p.is_file() and p.name.startswith("starts"):
-        with p.open(encoding="utf-8") as fh:
+        with open_text(p) as fh:
             return [json.loads(line) for line in fh if line.strip()]
     from lynn.envs.worldmodel.data import read_transitions, start_pages
 
