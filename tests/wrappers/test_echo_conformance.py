@@ -16,6 +16,7 @@ import gc
 import logging
 import multiprocessing as mp
 import os
+import re
 import signal
 import time
 import warnings
@@ -699,7 +700,7 @@ def test_step_seconds_only_when_asked() -> None:
 def test_bad_arguments_name_what_to_pass() -> None:
     fns = [functools.partial(CountEnv)] * 2
     with pytest.raises(ValueError, match="autoreset_mode"):
-        EchoVectorEnv(fns, autoreset_mode=AutoresetMode.DISABLED)
+        EchoVectorEnv(fns, autoreset_mode="later")
     with pytest.raises(ValueError, match="on_error"):
         EchoVectorEnv(fns, on_error="ignore")
     with pytest.raises(ValueError, match="timeout"):
@@ -708,11 +709,112 @@ def test_bad_arguments_name_what_to_pass() -> None:
         EchoVectorEnv(fns, observation_mode="mixed")
     envs = EchoVectorEnv(fns)
     try:
-        with pytest.raises(ValueError, match="reset_mask"):  # not silently passed to the envs
-            envs.reset(options={"reset_mask": np.array([True, False])})
+        with pytest.raises(TypeError, match="reset_mask"):  # Gymnasium's checks and texts
+            envs.reset(options={"reset_mask": [True, False]})
+        with pytest.raises(ValueError, match="at least one True"):
+            envs.reset(options={"reset_mask": np.array([False, False])})
         assert envs.reset(seed=0)[0].tolist() == [0, 1]
     finally:
         envs.close()
+
+
+# --- the rest of Gymnasium's vector suite (issue 26) ----------------------------------------------
+@pytest.mark.parametrize("shared_memory", [True, False])
+@pytest.mark.parametrize("kind", KINDS)
+def test_disabled_autoreset_with_partial_resets(kind: str, shared_memory: bool) -> None:
+    """autoreset_mode=DISABLED: a done env stays done until reset(options={"reset_mask": ...}) resets
+    it; the others keep their observation and get an empty info."""
+    fns = [functools.partial(CountEnv, max_count=m) for m in (2, 3)]
+    envs = vec(kind, fns, autoreset_mode=AutoresetMode.DISABLED, shared_memory=shared_memory)
+    try:
+        assert envs.metadata["autoreset_mode"] == AutoresetMode.DISABLED
+        obs, info = envs.reset(seed=[0, 0])
+        assert obs.tolist() == [0, 0]
+        for _ in range(2):
+            obs, _, terminated, _, _ = envs.step(np.array([1, 1]))
+        assert obs.tolist() == [2, 2] and terminated.tolist() == [True, False]
+        obs, info = envs.reset(seed=[0, 99], options={"reset_mask": np.array([True, False])})
+        assert obs.tolist() == [0, 2]
+        assert info["reset_seed"].tolist() == [0, 0] and info["_reset_seed"].tolist() == [True, False]
+        obs, _, terminated, _, _ = envs.step(np.array([0, 0]))
+        assert obs.tolist() == [1, 3] and terminated.tolist() == [False, True]
+    finally:
+        envs.close()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_observation_mode_takes_a_batch_and_a_single_space(kind: str) -> None:
+    single = spaces.Box(0, 10, (2,))
+    batch = spaces.Box(0, 10, (2, 2))
+    fns = [lambda: SpaceEnv(spaces.Box(0, 1, (2,))), lambda: SpaceEnv(spaces.Box(0, 5, (2,)))]
+    envs = vec(kind, fns, observation_mode=(batch, single))
+    try:
+        assert envs.observation_space is batch and envs.single_observation_space is single
+        obs, _ = envs.reset(seed=0)
+        assert obs.shape == (2, 2) and obs in batch
+    finally:
+        envs.close()
+    with pytest.raises(TypeError, match="Spaces"):
+        vec(kind, fns, observation_mode=(batch, "x"))
+
+
+def test_oneof_observations_already_returned_do_not_change() -> None:
+    """A OneOf observation returned with copy=True is the caller's: the next step does not rewrite it."""
+    space = spaces.OneOf((spaces.Discrete(3), spaces.Box(-1.0, 1.0, shape=(2,))))
+    envs = EchoVectorEnv([functools.partial(SpaceEnv, space)] * 2, shared_memory=True)
+    try:
+        first, _ = envs.reset(seed=[3, 4])
+        kept = [(k, np.array(v, copy=True)) for k, v in first]
+        for _ in range(3):
+            envs.step(np.array([0, 1]))
+        assert all(
+            k == k2 and np.array_equal(v, np.asarray(v2))
+            for (k, v), (k2, v2) in zip(kept, first, strict=True)
+        )
+    finally:
+        envs.close()
+
+
+@pytest.mark.parametrize("state", ["step", "reset"])
+@pytest.mark.parametrize("kind", KINDS)
+def test_close_with_a_call_pending_warns(kind: str, state: str) -> None:
+    envs = vec(kind, [functools.partial(CountEnv)] * 2)
+    envs.reset()
+    if state == "step":
+        envs.step_async(np.array([0, 0]))
+    else:
+        envs.reset_async()
+    with pytest.warns(UserWarning, match=f"Calling `close` while waiting for a pending call to `{state}`"):
+        envs.close(terminate=True)
+
+
+def _fail_on_one(self, action):  # noqa: ANN001, ANN202
+    if action >= 1:
+        raise ValueError(f"Error in step with {action}")
+    return 0, 0.0, False, False, {}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_worker_errors_warn_as_async_vector_env(kind: str) -> None:
+    """One warning naming each failed worker, one with its traceback, then 'Raising the last
+    exception'; the error raised is the env's own type."""
+    from gymnasium.utils.env_checker import data_equivalence  # noqa: F401  (same import as above)
+
+    class Failing(CountEnv):
+        step = _fail_on_one
+
+    envs = vec(kind, [Failing] * 3)
+    envs.reset()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(ValueError, match="Error in step with [12]"):
+            envs.step(np.array([0, 1, 2]))
+    envs.close()
+    texts = [str(w.message) for w in caught if "ERROR" in str(w.message)]
+    assert len(texts) == 5, texts
+    assert sorted(re.search(r"Worker-(\d)", t).group(1) for t in texts[0:4:2]) == ["1", "2"]
+    assert all("Traceback" in t and "Error in step with" in t for t in texts[1:4:2])
+    assert "Raising the last exception back to the main process." in texts[4]
 
 
 @pytest.mark.parametrize("context", ["fork", "forkserver"])

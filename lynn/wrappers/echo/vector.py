@@ -23,8 +23,10 @@ claims against ``AsyncVectorEnv`` too.
 
 **Autoreset.** ``autoreset_mode`` is ``SAME_STEP`` (the default here: the worker resets a finished
 env at once; ``info["final_obs"]``/``info["final_info"]`` hold the finished episode's end) or
-``NEXT_STEP`` (Gymnasium's default: the step after a done is a reset step with reward 0).
-``DISABLED`` is not supported.
+``NEXT_STEP`` (Gymnasium's default: the step after a done is a reset step with reward 0) or
+``DISABLED`` (no autoreset: ``reset(options={"reset_mask": mask})`` resets the envs where the
+boolean array ``mask`` is True; the others keep their observation and report an empty info, as in
+``AsyncVectorEnv``; the mask works in the other modes too).
 
 **Observations** travel through shared memory space by space: every part whose space Gymnasium
 can lay out in shared memory (Box, Discrete, MultiDiscrete, MultiBinary, Text of at most 4096
@@ -67,7 +69,11 @@ forward ``send``/``recv``; :class:`EchoRecordEpisodeStatistics` is ``RecordEpiso
 with ``send``/``recv``/``async_reset`` too. ``close()`` kills envs still busy after its timeout
 instead of waiting for ever. ``reset()`` after ``send()`` discards the results in flight.
 ``record_step_seconds=True`` adds ``info["step_seconds"]``, the wall time of each env's step.
-Where AsyncVectorEnv (Gymnasium 1.4) falls short, ours does not follow it: its shared-memory
+As in AsyncVectorEnv, ``close()`` with a ``step_async``/``reset_async`` pending warns
+("Calling `close` while waiting for a pending call to ..."), and an env error in ``step``/``reset``
+emits its warnings (gymnasium's logger: "Received the following error from Worker-i - Shutting it
+down", the worker's traceback, then "Raising the last exception back to the main process.") after
+every env was read. Where AsyncVectorEnv (Gymnasium 1.4) falls short, ours does not follow it: its shared-memory
 ``Text``/``OneOf`` observations are the buffer as decoded at construction, on every step (ours are
 read afresh); a failed ``call``/``get_attr`` or a failing ``env_fn`` stops its workers or shows up
 as ``EOFError`` (ours re-raises the error and keeps the workers serving).
@@ -75,6 +81,7 @@ as ``EOFError`` (ours re-raises the error and keeps the workers serving).
 
 from __future__ import annotations
 
+import copy
 import logging
 import multiprocessing as mp
 import os
@@ -282,6 +289,7 @@ def _worker(
         except Exception as exc:
             make_error = _error_payload(exc, "make")
         needs_reset = False
+        last_obs: Any = None
         while True:
             command, payload = pipe.recv()
             if command == "close":
@@ -299,8 +307,10 @@ def _worker(
                 except Exception as exc:
                     pipe.send(("env_error", _error_payload(exc, "reset")))
                     continue
-                needs_reset = False
+                needs_reset, last_obs = False, obs
                 pipe.send(("ok", (rem, 0.0, False, False, info)))
+            elif command == "reset-noop":  # left out of a reset_mask: its last observation, no info
+                pipe.send(("ok", (_emit(space, layout, last_obs, index), 0.0, False, False, {})))
             elif command == "step":
                 t = time.perf_counter()
                 phase, partial = "step", None
@@ -321,7 +331,7 @@ def _worker(
                 except Exception as exc:
                     pipe.send(("env_error", _error_payload(exc, phase, partial)))
                     continue
-                needs_reset = bool(terminated or truncated)
+                needs_reset, last_obs = bool(terminated or truncated), obs
                 if record_seconds:
                     info = {**info, "step_seconds": time.perf_counter() - t}
                 pipe.send(("ok", (rem, reward, terminated, truncated, info)))
@@ -459,10 +469,11 @@ class EchoVectorEnv(gym.vector.VectorEnv):
             platform's, like ``AsyncVectorEnv``).
         copy: return copies of the shared-memory observations (False: ``step``/``reset`` return
             views that the next call overwrites, like ``AsyncVectorEnv(copy=False)``).
-        observation_mode: ``"same"`` (every env's observation space equals env 0's) or
-            ``"different"`` (same shapes and dtypes, other bounds allowed), as in Gymnasium.
-        autoreset_mode: ``AutoresetMode.SAME_STEP`` (default) or ``AutoresetMode.NEXT_STEP``
-            (or their string values).
+        observation_mode: ``"same"`` (every env's observation space equals env 0's),
+            ``"different"`` (same shapes and dtypes, other bounds allowed) or a tuple
+            ``(observation_space, single_observation_space)`` to use as they are, as in Gymnasium.
+        autoreset_mode: ``AutoresetMode.SAME_STEP`` (default), ``NEXT_STEP`` or ``DISABLED`` (or
+            their string values).
         on_error: ``"raise"`` (default: env exceptions, dead and hung workers raise) or
             ``"restart"`` (restart the env in a fresh worker and report it in ``info``).
         max_restarts: restarts allowed in total with ``on_error="restart"``; one more raises
@@ -511,9 +522,10 @@ class EchoVectorEnv(gym.vector.VectorEnv):
             )
         except ValueError:
             mode = None
-        if mode not in (AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP):
+        if mode is None:
             raise ValueError(
-                f"autoreset_mode must be AutoresetMode.SAME_STEP or AutoresetMode.NEXT_STEP, got {autoreset_mode!r}"
+                "autoreset_mode must be AutoresetMode.SAME_STEP, AutoresetMode.NEXT_STEP or "
+                f"AutoresetMode.DISABLED, got {autoreset_mode!r}"
             )
         self.autoreset_mode = mode
         if on_error not in ON_ERROR:
@@ -525,8 +537,17 @@ class EchoVectorEnv(gym.vector.VectorEnv):
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds or None, got {timeout!r}")
         self.timeout = None if timeout is None else float(timeout)
-        if observation_mode not in ("same", "different"):
-            raise ValueError(f"observation_mode must be 'same' or 'different', got {observation_mode!r}")
+        custom = isinstance(observation_mode, tuple) and len(observation_mode) == 2
+        if custom and not all(isinstance(sp, spaces.Space) for sp in observation_mode):
+            raise TypeError(
+                f"Expected both elements of observation_mode to be Spaces, got {type(observation_mode[0])} "
+                f"and {type(observation_mode[1])}"
+            )
+        if not custom and observation_mode not in ("same", "different"):
+            raise ValueError(
+                "Invalid `observation_mode`, expected: 'same' or 'different' or tuple of single and batch "
+                f"observation space, actual got {observation_mode}"
+            )
         self.observation_mode = observation_mode
         self.copy = bool(copy)
         self.shared_memory = bool(shared_memory)
@@ -537,14 +558,16 @@ class EchoVectorEnv(gym.vector.VectorEnv):
 
         # Spaces come from a throwaway env in this process, as AsyncVectorEnv does.
         probe = self.env_fns[0]()
-        self.single_observation_space = probe.observation_space
+        self.single_observation_space = observation_mode[1] if custom else probe.observation_space
         self.single_action_space = probe.action_space
         self.metadata = dict(getattr(probe, "metadata", {}) or {})
         self.metadata["autoreset_mode"] = self.autoreset_mode
         self.render_mode = getattr(probe, "render_mode", None)
         self.spec = getattr(probe, "spec", None)
         probe.close()
-        if observation_mode == "different":
+        if custom:  # (batch space, single space), as AsyncVectorEnv takes them
+            self.observation_space = observation_mode[0]
+        elif observation_mode == "different":
             self.observation_space = batch_differing_spaces([fn().observation_space for fn in self.env_fns])
         else:
             self.observation_space = batch_space(self.single_observation_space, self.num_envs)
@@ -571,6 +594,7 @@ class EchoVectorEnv(gym.vector.VectorEnv):
         self._dead: dict[int, str] = {}  # env -> why its worker is stopped (on_error="raise")
         self._reset_next: set[int] = set()  # NEXT_STEP: restart + reset at the next send
         self._done_prev = np.zeros(self.num_envs, dtype=bool)
+        self._has_obs = np.zeros(self.num_envs, dtype=bool)  # its worker has returned an observation
         self._state: str | None = None  # "step"/"reset" between *_async and *_wait (Gymnasium API)
         self.last_infos: list[dict[str, Any]] = []
         self._finalizer = weakref.finalize(
@@ -633,7 +657,11 @@ class EchoVectorEnv(gym.vector.VectorEnv):
                 i,
                 (
                     "check_spaces",
-                    (self.observation_mode, self.single_observation_space, self.single_action_space),
+                    (
+                        "same" if self.observation_mode == "same" else "different",
+                        self.single_observation_space,
+                        self.single_action_space,
+                    ),
                 ),
             )
         for i in range(self.num_envs):
@@ -736,6 +764,9 @@ class EchoVectorEnv(gym.vector.VectorEnv):
                 ) from _load_exc(error)
             logger.error("%s%s", msg, f"\n{error['traceback']}" if error else "")
             if error is not None:
+                # AsyncVectorEnv's two warnings per failed worker (gymnasium.logger.error).
+                gym.logger.error("Received the following error from Worker-%s - Shutting it down", i)
+                gym.logger.error("%s", error["traceback"])
                 self._raise_env_error(i, command, error)
             if hung:
                 raise EchoTimeoutError(f"{msg}; its worker was killed (reset() starts a new one)")
@@ -755,7 +786,7 @@ class EchoVectorEnv(gym.vector.VectorEnv):
                 if self.autoreset_mode == AutoresetMode.NEXT_STEP and self._done_prev[i]
                 else "step"
             )
-        if self.autoreset_mode == AutoresetMode.NEXT_STEP:
+        if self.autoreset_mode in (AutoresetMode.NEXT_STEP, AutoresetMode.DISABLED):
             if phase == "autoreset":
                 rem, info = self._respawn(i, None, None)
                 return (rem, 0.0, False, False, {**info, **extra})
@@ -856,7 +887,20 @@ class EchoVectorEnv(gym.vector.VectorEnv):
         before it propagates, so the next call starts clean (as AsyncVectorEnv reads every pipe)."""
         ids = list(range(self.num_envs))
         try:
-            self._gather(self.num_envs, set(ids), timeout)
+            if self.on_error == "raise" and timeout is None:
+                # As AsyncVectorEnv: read every env, report each failure, raise the last one.
+                errors: list[BaseException] = []
+                for i in ids:
+                    if i in self._pending:
+                        try:
+                            self._ready[i] = self._collect(i)
+                        except Exception as exc:  # noqa: BLE001  (re-raised below)
+                            errors.append(exc)
+                if errors:
+                    gym.logger.error("Raising the last exception back to the main process.")
+                    raise errors[-1]
+            else:
+                self._gather(self.num_envs, set(ids), timeout)
         except BaseException:
             self._drain(timeout)
             raise
@@ -935,9 +979,10 @@ class EchoVectorEnv(gym.vector.VectorEnv):
                 for j, c in enumerate(data)
             )
         if kind == "S":
-            if view is None:  # Text/OneOf: decoded on read
+            if view is None:  # Text/OneOf: decoded on read; OneOf's arrays are views of the buffer
                 decoded = read_from_shared_memory(space, data, n=self.num_envs)
-                return tuple(decoded[i] for i in ids)
+                rows = tuple(decoded[i] for i in ids)
+                return copy.deepcopy(rows) if self.copy else rows
             if full:
                 return view.copy() if self.copy else view
             return view[np.asarray(ids, dtype=np.int64)]
@@ -960,6 +1005,7 @@ class EchoVectorEnv(gym.vector.VectorEnv):
         rems = [r[0] for r in results]
         for i, rem in zip(ids, rems, strict=True):
             self._last_rem[i] = rem
+        self._has_obs[ids] = True
         full = ids == list(range(self.num_envs))
         obs = self._assemble(ids, rems, full)
         rewards = np.array([r[1] for r in results], dtype=np.float64)
@@ -1060,12 +1106,28 @@ class EchoVectorEnv(gym.vector.VectorEnv):
             )
         return seeds
 
-    def _send_resets(self, seeds: list[Any], options: list[Any]) -> None:
-        if any(isinstance(o, dict) and "reset_mask" in o for o in options):
+    def _reset_mask(self, options: dict[str, Any] | None) -> tuple[dict[str, Any] | None, np.ndarray | None]:
+        """Split Gymnasium's ``options["reset_mask"]`` (reset only those envs) off ``options``."""
+        if options is None or "reset_mask" not in options:
+            return options, None
+        options = dict(options)
+        mask = options.pop("reset_mask")
+        if not isinstance(mask, np.ndarray):
+            raise TypeError(f"`options['reset_mask']` must be a numpy array, got {type(mask)}")
+        if mask.shape != (self.num_envs,):
             raise ValueError(
-                "options['reset_mask'] (Gymnasium's partial reset for autoreset_mode=DISABLED) is not "
-                "supported: EchoVectorEnv autoresets (SAME_STEP or NEXT_STEP); reset() resets every env"
+                f"`options['reset_mask']` must have shape `({self.num_envs},)`, got {mask.shape}"
             )
+        if mask.dtype != np.bool_:
+            raise TypeError(f"`options['reset_mask']` must have `dtype=np.bool_`, got {mask.dtype}")
+        if not np.any(mask):
+            raise ValueError(
+                "`options['reset_mask']` must contain a boolean array with at least one True value, "
+                f"got reset_mask={mask}"
+            )
+        return options, mask
+
+    def _send_resets(self, seeds: list[Any], options: list[Any], mask: np.ndarray | None = None) -> None:
         self._drain(self.timeout)
         for i in range(self.num_envs):
             if i in self._dead or i in self._reset_next or self._pipes[i] is None:
@@ -1073,11 +1135,14 @@ class EchoVectorEnv(gym.vector.VectorEnv):
                 self._start_worker(i)
                 self._dead.pop(i, None)
                 self._reset_next.discard(i)
+                self._has_obs[i] = False
         now = time.monotonic()
         for i in range(self.num_envs):
             payload = (seeds[i], options[i])
+            # Left out of the mask: its last observation again (a fresh worker has none: it is reset).
+            noop = mask is not None and not mask[i] and bool(self._has_obs[i])
             try:
-                self._send_raw(i, ("reset", payload))
+                self._send_raw(i, ("reset-noop", None) if noop else ("reset", payload))
             except _Gone:
                 pass  # reported by the wait
             self._pending[i] = ("reset", now, payload)
@@ -1089,8 +1154,9 @@ class EchoVectorEnv(gym.vector.VectorEnv):
         """Start resetting every env (results in flight are discarded); :meth:`recv` returns them."""
         self._assert_open()
         seeds = self._seeds(seed)
+        options, mask = self._reset_mask(options)
         self._state = None
-        self._send_resets(seeds, [options] * self.num_envs)
+        self._send_resets(seeds, [options] * self.num_envs, mask)
 
     def send(self, actions: Any, env_ids: Sequence[int] | np.ndarray | None = None) -> None:
         """Start stepping envs ``env_ids`` (default all) with ``actions`` (one row per id).
@@ -1129,7 +1195,8 @@ class EchoVectorEnv(gym.vector.VectorEnv):
                 f"Calling `reset_async` while waiting for a pending call to `{self._state}` to complete",
                 self._state,
             )
-        self._send_resets(seeds, [options] * self.num_envs)
+        options, mask = self._reset_mask(options)
+        self._send_resets(seeds, [options] * self.num_envs, mask)
         self._state = "reset"
 
     def reset_wait(self, timeout: float | None = None) -> tuple[Any, dict[str, Any]]:
@@ -1276,6 +1343,10 @@ class EchoVectorEnv(gym.vector.VectorEnv):
         """Stop every worker: busy envs get ``timeout`` s (default: the constructor's, else 10 s)."""
         if self._finalizer is None:
             return
+        if self._state is not None:
+            gym.logger.warn(
+                f"Calling `close` while waiting for a pending call to `{self._state}` to complete."
+            )
         grace = 0.0 if terminate else (timeout if timeout is not None else (self.timeout or _CLOSE_GRACE_S))
         self._finalizer.detach()
         _shutdown(self._procs, self._pipes, grace)
