@@ -248,9 +248,22 @@ def test_element_ids_other_prefixes_are_refused_and_padding_is_stripped() -> Non
     """Only e<digits>, optionally after a frame prefix f<digits>, is an id; surrounding spaces are dropped."""
     msg = "click: 'xe12' is not an element id; use an id shown as [e12] in the axtree"
     assert _err(parse_action, "click('xe12')") == msg
-    for bad in ("fxe12", "f1x12", "ge12", "e12x", "f e12", "ff1e12"):
+    for bad in (
+        "fxe12",
+        "f1x12",
+        "ge12",
+        "e12x",
+        "f e12",
+        "ff1e12",
+        "x1e12",
+        "g2e7",
+        "fe12",
+        "F1e12",
+        "1e12",
+    ):
         with pytest.raises(ActionError):
             parse_action(f"click({bad!r})")
     assert parse_action("click(' e12 ')").args["bid"] == "e12"
+    assert parse_action("click('f12e345')").args["bid"] == "f12e345"
     assert parse_action("click('\\tf2e7\\n')").args["bid"] == "f2e7"
     assert parse_action("drag_and_drop(' e1', 'e2 ')").args == {"from_bid": "e1", "to_bid": "e2"}
