@@ -40,8 +40,32 @@ solved exactly by dynamic programming over discretised throughput).
 
     U_pull = T_train / (T_bcast + makespan(R rollouts over the workers) + T_train)               (4)
 
-The simulator in :mod:`lynn.wrappers.echo.core` (``simulate``) reproduces (2) within 1% when (3)
-holds; ``benchmarks/bench_echo_utilisation.py`` compares (2) and (4) with real runs.
+**(2) is optimistic at saturation.** It is a fluid model: production is spread evenly over the
+window. Rollouts are whole, though, and a publication finds every worker part-way through one of
+the old version; where the staleness bound is tight (``S = κ``) that straddling rollout ages out
+before it is consumed, and since every worker reloads at the same publication they fall into step,
+so the loss does not average out. The simulator then gives less than (2) near the knee: one worker,
+``d = 0.1016 s``, ``R = 2``, ``κ = 1``, ``T_bcast = 0.094 s``, ``T_train = 0.3 s``, ``S = 1`` (condition
+(3) holds) simulates 0.868 where (2) says 1.0. The missing term is bounded: a worker loses at
+most one whole rollout per window besides the load, which gives the pessimistic counterpart of (2')::
+
+    U_lo:  the window W solving  Σ_i μ_i · max(0, W − T_bcast − d_i) = κR,  U_lo = min(1, κT_train/W)   (2-)
+
+(for a worker with ``d_i + T_bcast > W``: ``W/(d_i + T_bcast) − 1`` rollouts). :func:`utilisation_bounds`
+returns ``(U_lo, U)``, which coincide away from the knee, where (2) is exact. The simulator lies in
+that interval up to the run's start-up and the phase effects neither bound models: in 1,400 random
+examples of ``tests/wrappers/test_echo_core.py``'s distribution with (3) holding, 1,397 were within
+0.02 of it and none further than 0.072 (the test draws random examples and allows 0.1). Where
+condition (3) fails the rule has no answer (stale rollouts are dropped at a rate neither equation
+models; the GRPO runs measured 25–50 points below (2) there): :func:`predicted_utilisation` and
+:func:`utilisation_bounds` given ``staleness`` return NaN rather than a number.
+
+**Measuring μ_i.** ``μ_i`` is the rate at which worker ``i``'s rollouts *arrive* at the learner
+(:func:`arrival_rates`: arrivals in a window ÷ its length), not ``1 / mean duration`` of the groups
+the learner consumed: once groups age out the consumed ones are a biased sample (the fast ones),
+which overstates what the worker delivers.
+
+``benchmarks/bench_echo_utilisation.py`` compares (2) and (4) with real runs.
 """
 
 from __future__ import annotations
@@ -54,11 +78,14 @@ from dataclasses import dataclass
 __all__ = [
     "CapacityPlan",
     "WorkerSpec",
+    "arrival_rates",
+    "freshness_holds",
     "cheapest_workers",
     "max_rollout_seconds",
     "predicted_utilisation",
     "predicted_utilisation_pull",
     "required_throughput",
+    "utilisation_bounds",
 ]
 
 
@@ -98,16 +125,82 @@ def required_throughput(train_s: float, bcast_s: float, rollouts_per_update: int
     return kappa * rollouts_per_update / window
 
 
+def freshness_holds(
+    throughput: Sequence[float], train_s: float, bcast_s: float, staleness: int, kappa: int
+) -> bool:
+    """Condition (3) for the slowest of the workers with throughputs ``μ_i``."""
+    if isinstance(throughput, int | float):
+        raise ValueError("condition (3) needs the per-worker μ_i (a list), not a total")
+    mus = [m for m in throughput if m > 0]
+    if not mus:
+        return True
+    return 1.0 / min(mus) <= max_rollout_seconds(train_s, bcast_s, staleness, kappa) + 1e-12
+
+
 def predicted_utilisation(
-    throughput: float | Sequence[float], train_s: float, bcast_s: float, rollouts_per_update: int, kappa: int
+    throughput: float | Sequence[float],
+    train_s: float,
+    bcast_s: float,
+    rollouts_per_update: int,
+    kappa: int,
+    staleness: int | None = None,
 ) -> float:
     """Equation (2) for a total ``Σμ_i``; equation (2') when given the per-worker ``μ_i`` list.
 
     (2') refines (2) for workers whose rollout outlasts a publication window: a worker loads a
     snapshot at most once per rollout, so it loses ``T_bcast`` per ``max(W, d_i + T_bcast)``, not
     per window ``W``. The window then solves ``W·Σ_i μ_i^eff(W) = κR`` (bisection), ``U = κT_train/W``.
+    It is the optimistic end of :func:`utilisation_bounds` (see the module docstring).
+
+    Args:
+        staleness: the bound ``S``; given (with the per-worker ``μ_i``), the rule refuses (returns
+            NaN) where condition (3) fails for the slowest worker.
+    """
+    if staleness is not None and not freshness_holds(throughput, train_s, bcast_s, staleness, kappa):
+        return math.nan
+    return _window_utilisation(throughput, train_s, bcast_s, rollouts_per_update, kappa, pessimistic=False)
+
+
+def utilisation_bounds(
+    throughput: float | Sequence[float],
+    train_s: float,
+    bcast_s: float,
+    rollouts_per_update: int,
+    kappa: int,
+    staleness: int | None = None,
+) -> tuple[float, float]:
+    """``(U_lo, U)``: equation (2-) and equation (2'), the interval the utilisation lies in.
+
+    ``U_lo`` charges every worker one whole rollout per window besides the load (the straddling
+    rollout that ages out at a tight staleness bound); ``U`` is the fluid (2'). Given ``staleness``,
+    ``(NaN, NaN)`` where condition (3) fails. ``throughput`` must be the per-worker ``μ_i``.
     """
     if isinstance(throughput, int | float):
+        raise ValueError("utilisation_bounds needs the per-worker μ_i (a list), not a total")
+    if staleness is not None and not freshness_holds(throughput, train_s, bcast_s, staleness, kappa):
+        return math.nan, math.nan
+    args = (throughput, train_s, bcast_s, rollouts_per_update, kappa)
+    return _window_utilisation(*args, pessimistic=True), _window_utilisation(*args, pessimistic=False)
+
+
+def arrival_rates(arrivals: Sequence[int], span_s: float) -> list[float]:
+    """``μ_i`` as the capacity rule needs it: rollouts of worker ``i`` that arrived in a window of
+    ``span_s`` seconds, consumed or not, divided by its length."""
+    if span_s <= 0:
+        raise ValueError(f"span_s must be > 0, got {span_s!r}")
+    return [float(a) / span_s for a in arrivals]
+
+
+def _window_utilisation(
+    throughput: float | Sequence[float],
+    train_s: float,
+    bcast_s: float,
+    rollouts_per_update: int,
+    kappa: int,
+    *,
+    pessimistic: bool,
+) -> float:
+    if isinstance(throughput, int | float) and not pessimistic:
         if throughput <= 0:
             return 0.0
         return min(1.0, kappa * train_s / (kappa * rollouts_per_update / throughput + bcast_s))
@@ -120,8 +213,11 @@ def predicted_utilisation(
         total = 0.0
         for mu in mus:
             d = 1.0 / mu
-            total += window / (d + bcast_s) if d + bcast_s > window else (window - bcast_s) / d
-        return total
+            if d + bcast_s > window:
+                total += max(0.0, window / (d + bcast_s) - (1.0 if pessimistic else 0.0))
+            else:
+                total += (window - bcast_s - (d if pessimistic else 0.0)) / d
+        return max(total, 0.0)
 
     lo = kappa * train_s
     if produced(lo) >= need:
