@@ -338,6 +338,11 @@ def cmd_train_grpo(args: argparse.Namespace) -> int:
             f"{s['rollouts_per_s']:.3f} groups/s, reward {s['reward_first5']:.3f} -> {s['reward_last5']:.3f}, "
             f"dropped stale {s['dropped_stale']}, lost {s['lost']}, refused {s['refused']}, staleness [{hist}] "
             f"-> {s['final']} ({s['reward_png']})"
+            + (
+                f"; stopped by --max-minutes after {s['updates_total']} of {cfg.updates} updates"
+                if s.get("capped_by_minutes")
+                else ""
+            )
         )
     return 0
 

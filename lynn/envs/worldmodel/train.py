@@ -78,7 +78,7 @@ class WorldModelConfig:
     context: int = 1024
     reply_tokens: int = REPLY_TOKENS
     epochs: float = 6.0
-    max_minutes: float | None = 20.0
+    max_minutes: float | None = None  # a cap only: training is ``epochs`` (fixed steps); reported if it binds
     batch_size: int = 8
     lr: float = 2e-3
     seed: int = 0
@@ -287,7 +287,16 @@ def _train_lm(cfg: WorldModelConfig, train: list[dict[str, Any]], out: Path) -> 
         "pairs_minutes": pairs_minutes,
         "replies_cut": cut,
         "lm_summary": {
-            k: lm[k] for k in ("parameters", "steps", "epochs_done", "minutes", "final_loss", "loss_png")
+            k: lm.get(k)
+            for k in (
+                "parameters",
+                "steps",
+                "epochs_done",
+                "minutes",
+                "final_loss",
+                "loss_png",
+                "capped_by_minutes",
+            )
         },
         "system": CORRECT_SYSTEM if cfg.mode == "correct" else WM_SYSTEM,
     }
@@ -309,7 +318,12 @@ def add_train_parsers(tsub: Any) -> None:
     w.add_argument("--context", type=int, default=1024)
     w.add_argument("--reply-tokens", type=int, default=REPLY_TOKENS)
     w.add_argument("--epochs", type=float, default=6.0)
-    w.add_argument("--max-minutes", type=float, default=20.0)
+    w.add_argument(
+        "--max-minutes",
+        type=float,
+        default=None,
+        help="cap on training minutes (default none: --epochs fix the steps; a binding cap is reported)",
+    )
     w.add_argument("--batch-size", type=int, default=8)
     w.add_argument("--lr", type=float, default=2e-3)
     w.add_argument("--seed", type=int, default=0)

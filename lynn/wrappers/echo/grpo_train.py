@@ -308,5 +308,7 @@ def train_grpo(cfg: GRPOTrainConfig) -> dict[str, Any]:
         "reward_png": str(out / "reward.png"),
     }
     summary["staleness_hist"] = {str(k): v for k, v in summary.get("staleness_hist", {}).items()}
+    # A run is cfg.updates updates (same seed, same steps); a time budget is only a cap, said when it binds.
+    summary["capped_by_minutes"] = cfg.time_budget_s is not None and learner.version < cfg.updates
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
     return summary
