@@ -3,7 +3,7 @@
 The benchmark lives in :mod:`lynn.bench.liveweb` so that ``lynn bench liveweb`` runs it too; see
 that module for what is measured and how to set up BrowserGym's venv.
 
-    .venv/bin/python benchmarks/bench_liveweb.py [--steps 40 --resets 12]
+    .venv/bin/python benchmarks/bench_liveweb.py [--cycles 12 --resets 12] [--json FILE]
     .venv/bin/python benchmarks/bench_liveweb.py --browsergym-python /tmp/bgym-venv/bin/python --browsergym-browsers /tmp/pwb
 """
 

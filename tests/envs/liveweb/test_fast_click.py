@@ -1,0 +1,114 @@
+"""The fast click (a hit-tested click by point, waiting only for the navigation it asked for) against
+Playwright's ``locator.click``: the same observations, byte for byte, and the same task outcomes."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator
+
+import pytest
+
+from lynn.agents.web_expert import WebExpert, find_elements
+from lynn.envs.liveweb.liveweb_env import LiveWebEnv
+from lynn.envs.liveweb.tasks import load_tasks
+
+KEYS = ("url", "title", "axtree", "open_pages", "last_action", "last_action_error")
+
+
+@pytest.fixture(scope="module")
+def pair() -> Iterator[tuple[LiveWebEnv, LiveWebEnv]]:
+    fast, playwright = LiveWebEnv(), LiveWebEnv()
+    yield fast, playwright
+    fast.close()
+    playwright.close()
+
+
+def _same_site(obs: dict, env: LiveWebEnv) -> dict:
+    """The observation with the env's own server ports written as placeholders (each env has its own)."""
+    out = {}
+    for key in KEYS:
+        text = obs[key]
+        for name, url in env.urls.items():
+            text = text.replace(url, f"<{name}>")
+        out[key] = text
+    return out
+
+
+def _one_per_template() -> list[str]:
+    by_template: dict[int, list[str]] = {}
+    for t in load_tasks():
+        by_template.setdefault(t["intent_template_id"], []).append(t["task_id"])
+    rng = random.Random(1)  # other instances than the expert test's (seed 0)
+    return [rng.choice(ids) for _, ids in sorted(by_template.items())]
+
+
+@pytest.mark.slow
+def test_fast_click_observes_and_scores_like_playwright_click_on_every_template(
+    pair: tuple[LiveWebEnv, LiveWebEnv],
+) -> None:
+    fast, playwright = pair
+    agent = WebExpert(fast)
+    clicks, failures = 0, []
+    for tid in _one_per_template():
+        obs_f, info_f = fast.reset(options={"task_id": tid})
+        obs_p, _ = playwright.reset(options={"task_id": tid})
+        fast.browser.fast_click, playwright.browser.fast_click = True, False
+        assert _same_site(obs_f, fast) == _same_site(obs_p, playwright), tid
+        agent.reset(seed=0)
+        for step in range(30):
+            action = agent.act(obs_f, info_f)
+            clicks += action.startswith("click(")
+            obs_f, r_f, term_f, trunc_f, info_f = fast.step(action)
+            for site, url in fast.urls.items():  # e.g. goto(URL) of the fast env's own server
+                action = action.replace(url, playwright.urls[site]) if site in playwright.urls else action
+            obs_p, r_p, term_p, trunc_p, _ = playwright.step(action)
+            assert _same_site(obs_f, fast) == _same_site(obs_p, playwright), (tid, step, action)
+            assert (r_f, term_f, trunc_f) == (r_p, term_p, trunc_p), (tid, step, action)
+            if term_f or trunc_f:
+                break
+        if r_f != 1.0:
+            failures.append((tid, info_f.get("error"), info_f.get("eval")))
+    assert not failures, failures  # the expert still solves every template
+    assert clicks >= 40  # the comparison exercised the fast path
+
+
+def test_a_covered_element_is_an_error_not_a_click_on_what_covers_it(
+    pair: tuple[LiveWebEnv, LiveWebEnv],
+) -> None:
+    env = pair[0]
+    obs, _ = env.reset(options={"task_id": "shop.product_price.0"})
+    env.browser.fast_click = True
+    env.browser._state.context.set_default_timeout(600)  # how long the locator waits for the cover to go
+    books = find_elements(obs["axtree"], "link", "Books")[0]
+    env.browser.page.evaluate(
+        """() => { const d = document.createElement('a'); d.href = '/category/toys';
+        d.style.cssText = 'position:fixed;inset:0;z-index:9;background:transparent';
+        document.body.append(d); }"""
+    )
+    start = env.browser.page.url
+    obs, reward, terminated, _, info = env.step(f"click('{books}')")
+    assert info["error"] and 'is covered by <a href="/category/toys">' in info["error"], info["error"]
+    assert obs["url"] == start and not terminated  # neither Books nor the cover's Toys opened
+    env.browser.page.evaluate("() => document.querySelector('a[style]').remove()")
+    obs, _, _, _, info = env.step(f"click('{books}')")
+    assert info["error"] is None and obs["url"].endswith("/category/books")
+
+
+def test_a_click_that_stays_on_the_page_and_one_that_opens_a_tab(pair: tuple[LiveWebEnv, LiveWebEnv]) -> None:
+    env = pair[0]
+    obs, _ = env.reset(options={"task_id": "shop.product_price.0"})
+    env.browser.fast_click = True
+    search = find_elements(obs["axtree"], "textbox", "Search products")[0]
+    url = obs["url"]
+    obs, _, _, _, info = env.step(f"click('{search}')")  # focuses the field, navigates nowhere
+    assert info["error"] is None and obs["url"] == url
+    assert f'[{search}] textbox "Search products" [active]' in obs["axtree"]
+    env.browser.page.evaluate(
+        """() => { const a = document.createElement('a'); a.href = '/category/books'; a.target = '_blank';
+        a.textContent = 'Books in a new tab'; document.body.prepend(a); }"""
+    )
+    obs, _, _, _, info = env.step("noop()")
+    link = find_elements(obs["axtree"], "link", "Books in a new tab")[0]
+    obs, _, _, _, info = env.step(f"click('{link}')")
+    assert info["error"] is None and obs["url"].endswith("/category/books"), info
+    assert obs["open_pages"].count("\n") == 1 and "new tab opened" in " ".join(info["events"])
