@@ -367,7 +367,11 @@ def cmd_zoo(args: argparse.Namespace) -> int:
             print(f"ok  zoo:{name}  {zoo.verify(name)}")
         return 0
     if args.zoo_what == "add":
-        card = json.loads(Path(args.card_json).read_text()) if args.card_json else {}
+        card: dict[str, Any] = {}
+        if (Path(args.path) / "lynn_train.json").exists():  # a `lynn train lm` folder: what it says
+            card.update(zoo.card_from_train_summary(args.path))
+        if args.card_json:
+            card.update(json.loads(Path(args.card_json).read_text()))
         for key in ("kind", "description"):
             if getattr(args, key):
                 card[key] = getattr(args, key)

@@ -37,6 +37,7 @@ __all__ = [
     "ZooError",
     "add",
     "build",
+    "card_from_train_summary",
     "card_markdown",
     "cards",
     "default_for",
@@ -305,6 +306,49 @@ def add(
     staging.rename(dest)
     _verified.clear()
     return made
+
+
+def card_from_train_summary(folder: str | Path) -> dict[str, Any]:
+    """Card fields read from a ``lynn train lm`` folder's ``lynn_train.json``: seed, steps, CPU minutes,
+    the data, and the ``lynn train lm`` command that retrains it (``$DATA`` stands for the data's folder;
+    the data commands, description, ``default_for`` and figures are for the caller to add)."""
+    summary = json.loads((Path(folder) / "lynn_train.json").read_text(encoding="utf-8"))
+    cfg = summary.get("config", {})
+    flags = ["--data", "$DATA/" + Path(str(cfg.get("data", "data"))).name, "--out", "$OUT"]
+    for key in (
+        "size",
+        "role",
+        "teacher",
+        "base",
+        "epochs",
+        "steps",
+        "batch_size",
+        "lr",
+        "context",
+        "vocab_size",
+    ):
+        value = cfg.get(key)
+        if value is not None:
+            if key in ("teacher", "base"):
+                value = "zoo:" + Path(str(value)).name if value else value
+            flags += [f"--{key.replace('_', '-')}", str(value)]
+    flags += ["--seed", str(cfg.get("seed", 0)), "--threads", "1", "--no-progress"]
+    for key in ("minimal_abi", "compact"):
+        if cfg.get(key):
+            flags.append(f"--{key.replace('_', '-')}")
+    return {
+        "kind": f"lm-{summary.get('role', 'target')}",
+        "data": f"demonstrations in {cfg.get('data')} ({summary.get('examples')} examples)",
+        "commands": ["lynn train lm " + " ".join(flags)],
+        "seed": cfg.get("seed"),
+        "steps": summary.get("steps"),
+        "cpu_minutes": round(float(summary.get("cpu_minutes") or summary.get("minutes") or 0.0), 1),
+        "notes": (
+            f"{summary.get('parameters', 0) / 1e6:.2f}M parameters, {summary.get('size')} preset, final loss "
+            f"{summary.get('final_loss', float('nan')):.3f}"
+            + ("; training was stopped by its minutes cap" if summary.get("capped_by_minutes") else "")
+        ),
+    }
 
 
 def card_markdown(card: Card) -> str:

@@ -111,3 +111,30 @@ def test_the_zoo_command(tmp_zoo: Path, tmp_path: Path) -> None:
     (tmp_zoo / "m" / "model.safetensors").write_bytes(b"other")
     proc = run_lynn("zoo", "verify", extra_env=env)
     assert proc.returncode == 2 and "model.safetensors changed" in proc.stderr
+
+
+def test_a_card_from_a_lynn_train_summary_names_the_command_that_retrains_it(tmp_path: Path) -> None:
+    summary = {
+        "role": "target",
+        "size": "base",
+        "parameters": 4_260_000,
+        "examples": 912,
+        "steps": 690,
+        "cpu_minutes": 9.74,
+        "final_loss": 0.412,
+        "capped_by_minutes": False,
+        "config": {"data": "/somewhere/evm_demos", "size": "base", "role": "target", "epochs": 6.0,
+                   "steps": None, "batch_size": 8, "lr": 0.001, "seed": 3, "compact": True},
+    }  # fmt: skip
+    (tmp_path / "lynn_train.json").write_text(json.dumps(summary))
+    card = zoo.card_from_train_summary(tmp_path)
+    assert card["commands"] == [
+        "lynn train lm --data $DATA/evm_demos --out $OUT --size base --role target --epochs 6.0 "
+        "--batch-size 8 --lr 0.001 --seed 3 --threads 1 --no-progress --compact"
+    ]
+    assert (card["kind"], card["seed"], card["steps"], card["cpu_minutes"]) == ("lm-target", 3, 690, 9.7)
+    assert "4.26M parameters" in card["notes"] and "912 examples" in card["data"]
+    from lynn.cli import build_parser
+
+    args = build_parser().parse_args(card["commands"][0].split()[1:])  # the command parses as written
+    assert args.compact and args.seed == 3 and args.size == "base"
