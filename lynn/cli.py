@@ -42,6 +42,10 @@ BENCHES: dict[str, tuple[str, str]] = {
     "echo-broadcast": ("lynn.bench.echo_broadcast", "Echo weight broadcast: one-to-many vs chain"),
     "echo-utilisation": ("lynn.bench.echo_utilisation", "Echo learner utilisation vs the capacity rule"),
     "import": ("lynn.bench.import_time", "`import lynn` cost vs `import gymnasium`"),
+    "device": (
+        "lynn.bench.device",
+        "every GPU-only figure in one run (scripts/device_check.sh; --dry-run: CPU)",
+    ),
 }
 
 
