@@ -65,8 +65,15 @@ class WebExpert(Agent):
     Args:
         env: a LiveWeb env (the plan comes from ``env.unwrapped.task``).
         epsilon: probability of a random exploratory action (clicking a random element, scrolling or
-            going back) instead of the plan's; after one, the plan restarts from the task's start page.
-            Use it to collect off-expert transitions for world-model training.
+            going back) instead of the plan's. Use it to collect off-expert transitions for world-model
+            training.
+
+    The expert acts from any state: whenever the page's last action is not the one it sent (after its own
+    exploration, or when it labels the states another agent visits, as DAgger does) or the plan's next
+    element is not on the page, it reads where it is (:meth:`locate`): the furthest plan step whose element
+    (or, for a reading, whose text) is on this page, backed up over the form steps of that page not yet
+    done (a search box not holding its value yet). Only when no step is on the page does it go back to the
+    task's start page and restart the plan.
     """
 
     name = "expert"
@@ -85,6 +92,7 @@ class WebExpert(Agent):
         self.rng = np.random.default_rng(seed)
         self.plan, self.i, self.pages_turned = [], 0, 0
         self._task_id: str | None = None
+        self._sent: str | None = None
 
     def _task(self) -> dict[str, Any]:
         task = getattr(self.env.unwrapped, "task", None) if self.env is not None else None
@@ -95,6 +103,58 @@ class WebExpert(Agent):
         return task
 
     def act(self, obs: dict[str, Any], info: dict[str, Any]) -> str:
+        self._explored = False
+        action = self._act(obs)
+        self._sent = None if self._explored else action  # after exploring, the next page is a detour
+        return action
+
+    def _present(self, step: dict[str, Any], axtree: str) -> bool:
+        """Whether plan ``step`` can be taken on this page (its element is there; its reading matches)."""
+        op = step["op"]
+        if op in ("goto", "count", "count_rows") or (op == "answer" and "extract" not in step):
+            return False
+        if op == "answer":
+            text = axtree
+            if step.get("after"):
+                pos = text.find(step["after"])
+                text = text[pos:] if pos >= 0 else ""
+            return re.search(step["extract"], text) is not None
+        return bool(find_elements(axtree, step["role"], step["name"]))
+
+    def _done_here(self, step: dict[str, Any], axtree: str) -> bool:
+        """Whether a form step already holds its value on this page (a filled box, a selected option)."""
+        refs = find_elements(axtree, step["role"], step["name"])
+        if not refs:
+            return False
+        line = re.search(rf"^\s*\[{re.escape(refs[0])}\] .*$", axtree, re.M)
+        if step["op"] == "fill":
+            return bool(line) and line.group(0).rstrip().endswith(": " + str(step["value"]))
+        if step["op"] == "select":
+            tail = axtree[line.end() :] if line else ""
+            return (
+                re.match(
+                    rf'(?:\n\s*option "[^"]*"(?: \[selected\])?)*?\n\s*option "{re.escape(str(step["value"]))}" \[selected\]',
+                    tail,
+                )
+                is not None
+            )
+        return False
+
+    def locate(self, axtree: str) -> int | None:
+        """The plan step to take on this page (see the class docstring), or None when no step is here."""
+        for j in range(len(self.plan) - 1, -1, -1):
+            if self._present(self.plan[j], axtree):
+                while (
+                    j > 0
+                    and self.plan[j - 1]["op"] in ("fill", "select")
+                    and self._present(self.plan[j - 1], axtree)
+                    and not self._done_here(self.plan[j - 1], axtree)
+                ):
+                    j -= 1
+                return j
+        return None
+
+    def _act(self, obs: dict[str, Any]) -> str:
         task = self._task()
         if task["task_id"] != getattr(self, "_task_id", None):
             self._task_id = task["task_id"]
@@ -102,6 +162,24 @@ class WebExpert(Agent):
         axtree = obs["axtree"]
         if self.epsilon and self.i < len(self.plan) and self.rng.random() < self.epsilon:
             return self._explore(axtree, task)
+        detour = bool(obs.get("last_action")) and obs.get("last_action") != self._sent
+        here = self.plan[self.i] if self.i < len(self.plan) else None
+        lost = here is not None and "role" in here and not find_elements(axtree, here["role"], here["name"])
+        if detour or (lost and not find_elements(axtree, "link", "Next page")):
+            j = self.locate(axtree)
+            if j is not None and not (self.i < len(self.plan) and j < self.i and not detour):
+                self.i = j
+            elif detour and (self.i >= len(self.plan) or self.plan[self.i]["op"] != "goto"):
+                if j is None and not (here is not None and self._present(here, axtree)):
+                    from lynn.envs.liveweb.evaluators import fill_placeholders
+
+                    urls = getattr(self.env.unwrapped, "urls", {})
+                    self.plan = [{"op": "goto", "url": task.get("start_url", "")}, *task["expert"]]
+                    self.i = 0
+                    self.pages_turned = 0
+                    start = fill_placeholders(self.plan[0]["url"], urls)
+                    if start and obs.get("url", "").rstrip("/") == start.rstrip("/"):
+                        self.i = 1
         if self.i >= len(self.plan):
             return "send_msg_to_user('done')"
         step = self.plan[self.i]
@@ -157,15 +235,10 @@ class WebExpert(Agent):
         raise ValueError(f"unknown expert op {op!r}")
 
     def _explore(self, axtree: str, task: dict[str, Any]) -> str:
-        """A random, plausible action; the plan then restarts from the start page."""
-        from lynn.envs.liveweb.evaluators import fill_placeholders
-
+        """A random, plausible action; the next step reads where it led (:meth:`locate`)."""
         refs = [m.group("ref") for m in _ELEMENT.finditer(axtree) if m.group("role") in ("link", "button")]
         choice = self.rng.integers(4)
-        urls = getattr(self.env.unwrapped, "urls", {})
-        start = fill_placeholders(task.get("start_url", ""), urls)
-        self.plan = [{"op": "goto", "url": start}, *task["expert"]]
-        self.i = 0
+        self._explored = True
         if choice == 0 or not refs:
             return f"scroll(0, {int(self.rng.integers(-400, 800))})"
         if choice == 1:

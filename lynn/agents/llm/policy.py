@@ -45,6 +45,10 @@ class LMPolicy(Agent):
         context: the model's context in tokens (default: the ``lynn_train.json`` context of an in-repo
             model, else ``max_position_embeddings``); LiveWeb axtrees are cut to fit (see lynn.lm.prompts).
         style: EVMQuest prompt style, ``compact`` or ``full``.
+        web_prompt: LiveWeb only: ``ranked`` (the compact ranked observation and a choice among the valid
+            candidate actions by likelihood, :mod:`lynn.lm.web_candidates`; the default for a model folder
+            with a ``lynn_web.json``) or ``cut`` (the old prompt: the page cut to the context, free generation;
+            the default otherwise, so older models load as they were trained).
         constraint: ``"copy_hex"``: ``0x`` literals in a reply must be copied from the prompt
             (:mod:`lynn.lm.constraints`; transformers backend only). Off by default: a decoding aid for
             small models, reported beside the unconstrained figures.
@@ -73,6 +77,7 @@ class LMPolicy(Agent):
         env_id: str | None = None,
         threads: int | None = None,
         constraint: str | None = None,
+        web_prompt: str | None = None,
     ) -> None:
         super().__init__(env)
         spec_id = env.spec.id if env is not None and env.spec is not None else None
@@ -110,6 +115,9 @@ class LMPolicy(Agent):
             generator = make_generator(model=model, backend=backend, llm_url=llm_url, **kwargs)
         self.generator = generator
         self.context = context or self._context(model)
+        self.chooser: Any = None
+        self.web_prompt = self._web_prompt(web_prompt, model)
+        self.replies: list[list[str]] = []
         self.seed: int | None = None
         self.calls = 0
         self.prompt_tokens = 0
@@ -121,8 +129,28 @@ class LMPolicy(Agent):
             return int(json.loads((Path(model) / "lynn_train.json").read_text())["context"])
         return getattr(self.generator, "context", None)
 
+    def _web_prompt(self, web_prompt: str | None, model: str | None) -> str | None:
+        if self.env_id not in WEB_IDS:
+            return None
+        fmt_file = Path(model) / "lynn_web.json" if model else None
+        has = fmt_file is not None and fmt_file.exists()
+        choice = web_prompt or ("ranked" if has else "cut")
+        if choice not in ("ranked", "cut"):
+            raise ValueError(f"web_prompt must be 'ranked' or 'cut', got {web_prompt!r}")
+        if choice == "ranked":
+            if not has:
+                raise ValueError(
+                    f"web_prompt='ranked' needs a model folder with lynn_web.json (got {model!r})"
+                )
+            from lynn.lm.web_candidates import RankedChooser, WebFormat
+
+            fmt = WebFormat(**json.loads(fmt_file.read_text()))
+            self.chooser = RankedChooser(self.generator.model, self.generator.tokenizer, fmt)
+        return choice
+
     def reset(self, seed: int | None = None) -> None:
         self.seed = seed
+        self.replies = []
 
     def messages(self, obs: dict[str, Any]) -> list[dict[str, str]]:
         """The chat this policy sends for ``obs`` (LiveWeb pages cut to the context)."""
@@ -146,6 +174,8 @@ class LMPolicy(Agent):
 
     def act_batch(self, obs_list: list[Any], infos: list[dict[str, Any]] | None = None) -> list[str]:
         """Actions for several observations in one batched generation (a vector env's rows)."""
+        if self.chooser is not None:
+            return self._choose_batch(obs_list)
         prompts = [self.messages(o) for o in obs_list]
         seed = None if self.seed is None else (self.seed + self.calls) % (2**31)
         self.calls += 1
@@ -157,6 +187,23 @@ class LMPolicy(Agent):
             self.prompt_tokens += g.prompt_tokens
             self.completion_tokens += g.completion_tokens
         return [self.parse(g.text) for g in gens]
+
+    def _choose_batch(self, obs_list: list[Any]) -> list[str]:
+        """Ranked format: each row's action chosen among its page's valid candidates (one row's history each;
+        a row whose observation has no last action starts a new episode)."""
+        while len(self.replies) < len(obs_list):
+            self.replies.append([])
+        out = []
+        for i, obs in enumerate(obs_list):
+            if not obs.get("last_action"):
+                self.replies[i] = []
+            reply, action = self.chooser.choose(obs, self.replies[i])
+            self.replies[i].append(reply)
+            self.prompt_tokens += self.chooser.last_prompt_tokens
+            self.completion_tokens += 1
+            out.append(action)
+        self.calls += 1
+        return out
 
     def close(self) -> None:
         self.generator.close()

@@ -1,0 +1,422 @@
+"""LiveWeb actions valid by construction (MindAct step two): the compact prompt and the candidate actions.
+
+:func:`render_ranked` is the observation a small model reads: goal, URL path, title, the last few
+actions (with the last error), and the ranker's top-``k`` units of the page (:mod:`lynn.lm.web_ranker`),
+one short line each, in page order, without element ids. :func:`candidates` enumerates every action the
+model may take on that page, each as a short *reply* (what the model is trained to say and is scored on)
+and the env action string it stands for:
+
+- ``click link "Halcyon Smart Notebook"`` -> ``click('f1e44')`` for every clickable top-``k`` unit;
+- ``fill textbox "Search products" = "Halcyon Smart Notebook"`` for every text field and every literal of the
+  goal (quoted spans, capitalised runs, words with digits, e-mails) and the constants seen in train fills;
+- ``select combobox "Sort by" = "price_desc"`` for every option; ``check``/``uncheck`` for checkboxes;
+- ``answer "$11.64"`` for every text span of the top units (names, values, ``Label: value`` readings,
+  numbers, dates) and ``answer "done"``; ``goto /user/farid46`` for the URL templates of train gotos
+  filled with the goal's identifiers; ``go_back``.
+
+The policy (:class:`lynn.agents.llm.LMPolicy` with a model trained on this format) scores every
+candidate's reply by the LM's log-likelihood in one batched forward over the shared prompt's KV cache and
+takes the best, so every action it sends parses and names an element on the page. Enumeration rather
+than grammar-constrained decoding: the candidate set is small (tens per step), a 4M model ranks whole
+replies better than it spells element ids, and no extra dependency is needed (a grammar library —
+llguidance, xgrammar, outlines — would constrain the same set token by token).
+
+Element ids are left out of the prompt and the reply: a reply names the element by role and name, and
+:func:`candidates` maps it to the first element of the page with that role and name (the expert's rule).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlparse
+
+from lynn.lm.web_ranker import Element, WebRanker, action_ref, answer_text, parse_page
+
+CLICKABLE = ("link", "button", "tab", "radio", "menuitem", "option")
+FIELDS = ("textbox", "searchbox", "spinbutton")
+WEB_RANKED_SYSTEM = "You are a web agent. Reply with one action on the elements shown."
+HISTORY = 4
+
+
+@dataclass
+class WebFormat:
+    """What a model trained on the ranked format needs at act time (saved as ``lynn_web.json``).
+
+    Attributes:
+        k: top units shown.
+        fill_constants: fill values of train steps that are not in the goal (``Written by Lynn.``).
+        goto_templates: URL path templates of train gotos (``/user/{}``).
+        line_chars: max characters of a unit's line.
+        ranker: the ranker's weights and priors (:meth:`WebRanker.save` format).
+        norm: candidate score: ``sum`` (log-likelihood) or ``mean`` (per token).
+    """
+
+    k: int = 20
+    fill_constants: list[str] = field(default_factory=list)
+    goto_templates: list[str] = field(default_factory=list)
+    line_chars: int = 90
+    ranker: dict[str, Any] = field(default_factory=dict)
+    norm: str = "sum"
+
+    def make_ranker(self) -> WebRanker:
+        if not self.ranker:
+            return WebRanker()
+        return WebRanker(self.ranker["weights"], self.ranker.get("priors"))
+
+
+def q(text: str) -> str:
+    return '"' + str(text).replace('"', "'") + '"'
+
+
+def describe(e: Element) -> str:
+    return f"{e.role} {q(e.name)}" if e.name else e.role
+
+
+def goal_literals(goal: str) -> list[str]:
+    """Values a form may need, read off the goal: quoted spans, capitalised runs, words with digits, e-mails."""
+    out: list[str] = []
+    for m in re.finditer(r"[“\"]([^”\"]+)[”\"]", goal):
+        out.append(m.group(1))
+    for m in re.finditer(r"\b[A-Z][\w'&.-]*(?:\s+(?:&\s+)?[A-Z0-9][\w'&.-]*)*", goal):
+        out.append(m.group(0).rstrip(".,?"))
+    for m in re.finditer(r"[\w.+-]+@[\w.-]+\.\w+|#?\$?\b\w*\d[\w.,:/-]*", goal):
+        out.append(m.group(0).rstrip(".,?").lstrip("#"))
+    # A run after "to"/"as" up to the end of a clause ("Change my address to 5 Rue Verte, Denver.").
+    for m in re.finditer(r"\b(?:to|as|titled|named|called)\s+([^.?!“”]+?)[.?!]?$", goal):
+        out.append(m.group(1).strip())
+    out += [p.strip() for s in list(out) if ", " in s for p in s.split(",")]
+    out += [s.lstrip("$") for s in list(out) if s.startswith("$")]
+    seen, uniq = set(), []
+    for s in out:
+        s = s.strip()
+        if s and s not in seen:
+            seen.add(s)
+            uniq.append(s)
+    return uniq
+
+
+def answer_spans(units: Sequence[Element]) -> list[str]:
+    """Answers readable from ``units``: names, values, ``Label: value`` parts, numbers, dates, money."""
+    out: list[str] = []
+    for e in units:
+        for t in (e.name, e.value, *e.texts):
+            t = t.strip()
+            if not t:
+                continue
+            out.append(t)
+            m = re.match(r"^[A-Za-z][\w ]*:\s*(.+)$", t)
+            if m:
+                out.append(m.group(1).strip())
+            for m2 in re.finditer(r"\$[\d,]+(?:\.\d+)?|\d{4}-\d\d-\d\d|\b\d+(?:\.\d+)?\b", t):
+                out.append(m2.group(0))
+            by = re.search(r"\bby (.+)$", t)
+            if by:
+                out.append(by.group(1).strip())
+    seen, uniq = set(), []
+    for s in out:
+        if s not in seen:
+            seen.add(s)
+            uniq.append(s)
+    return uniq
+
+
+def history_line(replies: Sequence[str], error: str = "") -> str:
+    shown = list(replies)[-HISTORY:]
+    text = "; ".join(shown) if shown else "none"
+    return f"Done: {text}\n" + (f"Error: {error[:120]}\n" if error else "")
+
+
+def top_units(
+    obs: dict[str, Any], replies: Sequence[str], fmt: WebFormat, ranker: WebRanker | None = None
+) -> list[Element]:
+    page = parse_page(str(obs.get("axtree", "")))
+    ranker = ranker or fmt.make_ranker()
+    return ranker.top(str(obs.get("goal", "")), page, _history_refs(replies, page), fmt.k)
+
+
+def _history_refs(replies: Sequence[str], page: Sequence[Element]) -> list[str]:
+    """The ranker's history: the replies mapped back to ``click('ref')``-like strings on this page."""
+    out = []
+    for r in replies:
+        m = re.match(r'^\w+ (\w+) "(.*?)"', r)
+        ref = next((e.ref for e in page if m and e.role == m.group(1) and e.name == m.group(2)), None)
+        out.append(f"click('{ref}')" if ref else r)
+    return out
+
+
+def render_ranked(
+    obs: dict[str, Any], replies: Sequence[str], fmt: WebFormat, units: Sequence[Element] | None = None
+) -> list[dict[str, str]]:
+    """The compact chat for ``obs`` after the replies ``replies`` (system + user)."""
+    units = units if units is not None else top_units(obs, replies, fmt)
+    url = urlparse(str(obs.get("url", "")))
+    path = url.path + (f"?{url.query}" if url.query else "")
+    user = (
+        f"Goal: {obs.get('goal', '')}\n"
+        f"Page: {path} · {obs.get('title', '')}\n"
+        + history_line(replies, str(obs.get("last_action_error") or ""))
+        + "Elements:\n"
+        + "\n".join(e.line(fmt.line_chars) for e in units)
+    )
+    return [{"role": "system", "content": WEB_RANKED_SYSTEM}, {"role": "user", "content": user}]
+
+
+def _first(page: Sequence[Element], e: Element) -> str:
+    """The first element of the page with ``e``'s role and name (the expert's choice among duplicates)."""
+    return next((x.ref for x in page if x.role == e.role and x.name == e.name), e.ref)
+
+
+def candidates(
+    obs: dict[str, Any], units: Sequence[Element], fmt: WebFormat, page: Sequence[Element] | None = None
+) -> list[tuple[str, str]]:
+    """Every (reply, env action) the model may choose on this page; replies are unique."""
+    page = page if page is not None else parse_page(str(obs.get("axtree", "")))
+    goal = str(obs.get("goal", ""))
+    out: dict[str, str] = {}
+
+    def add(reply: str, action: str) -> None:
+        out.setdefault(reply, action)
+
+    values = [*goal_literals(goal), *fmt.fill_constants]
+    for e in units:
+        ref = _first(page, e)
+        d = describe(e)
+        if e.role in CLICKABLE or (e.role == "checkbox"):
+            if e.role == "checkbox":
+                add(f"check {d}", f"check('{ref}')")
+                add(f"uncheck {d}", f"uncheck('{ref}')")
+            else:
+                add(f"click {d}", f"click('{ref}')")
+        if e.role in FIELDS:
+            for v in values:
+                add(f"fill {d} = {q(v)}", f"fill('{ref}', {v!r})")
+            add(f"press {d} Enter", f"press('{ref}', 'Enter')")
+        if e.role == "combobox":
+            for o in e.options:
+                add(f"select {d} = {q(o)}", f"select_option('{ref}', {o!r})")
+    for s in ["done", *answer_spans(units)]:
+        add(f"answer {q(s)}", f"send_msg_to_user({s!r})")
+    url = urlparse(str(obs.get("url", "")))
+    origin = f"{url.scheme}://{url.netloc}" if url.netloc else ""
+    idents = [w.lstrip("#") for w in re.findall(r"#?\b\w*\d\w*\b", goal)]
+    for t in fmt.goto_templates:
+        for w in idents:
+            path = t.replace("{}", w)
+            add(f"goto {path}", f"goto({origin + path!r})")
+    add("go_back", "go_back()")
+    return list(out.items())
+
+
+def reply_for(action: str, obs: dict[str, Any], page: Sequence[Element] | None = None) -> str | None:
+    """The reply form of an env action on ``obs``'s page (for demonstrations), or None if it has none."""
+    page = page if page is not None else parse_page(str(obs.get("axtree", "")))
+    a = str(action).strip()
+    ans = answer_text(a)
+    if ans is not None:
+        return f"answer {q(ans)}"
+    if a == "go_back()":
+        return "go_back"
+    m = re.match(r"^goto\((['\"])(.*)\1\)$", a)
+    if m:
+        u = urlparse(m.group(2))
+        return f"goto {u.path}" + (f"?{u.query}" if u.query else "")
+    ref = action_ref(a)
+    e = next((x for x in page if x.ref == ref), None)
+    if e is None:
+        return None
+    d = describe(e)
+    name = a.split("(", 1)[0]
+    args = re.findall(r"'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"", a)
+    vals = [x or y for x, y in args][1:]
+    if name == "click":
+        return f"click {d}"
+    if name in ("check", "uncheck"):
+        return f"{name} {d}"
+    if name == "fill" and vals:
+        return f"fill {d} = {q(vals[0])}"
+    if name == "select_option" and vals:
+        return f"select {d} = {q(vals[0])}"
+    if name == "press" and vals:
+        return f"press {d} {vals[0]}"
+    return None
+
+
+def learn_format(steps: Sequence[dict[str, Any]], k: int = 20, fit_ranker: bool = True) -> WebFormat:
+    """A :class:`WebFormat` from train-split expert steps: fill constants, goto templates, the fitted ranker."""
+    consts: dict[str, int] = {}
+    gotos: list[str] = []
+    for st in steps:
+        a = str(st["action"])
+        m = re.match(r"^fill\(['\"]\w+['\"],\s*(['\"])(.*)\1\)$", a)
+        if m and m.group(2) not in st["goal"]:
+            consts[m.group(2)] = consts.get(m.group(2), 0) + 1
+        g = re.match(r"^goto\((['\"])(.*)\1\)$", a)
+        if g:
+            path = urlparse(g.group(2)).path
+            idents = [w.lstrip("#") for w in re.findall(r"#?\b\w*\d\w*\b", st["goal"])]
+            for w in idents:
+                if path.endswith("/" + w):
+                    t = path[: -len(w)] + "{}"
+                    if t not in gotos:
+                        gotos.append(t)
+    ranker = WebRanker().fit(steps) if fit_ranker else WebRanker()
+    return WebFormat(
+        k=k,
+        fill_constants=[c for c, n in consts.items() if n >= 2],
+        goto_templates=gotos,
+        ranker={"weights": ranker.weights, "priors": ranker.priors},
+    )
+
+
+def episode_steps(transitions: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``lynn collect`` LiveWeb transitions (or :mod:`lynn.lm.web_dagger` records) -> ranker/demo steps, each
+    with the earlier executed actions (``history``) and their reply forms (``replies``, each read on its own
+    page). Records must come in episode order."""
+    out: list[dict[str, Any]] = []
+    hist: dict[tuple, tuple[list[str], list[str]]] = {}
+    for r in transitions:
+        key = (r["task_id"], r["seed"], r.get("episode"))
+        acts, reps = ([], []) if r["step"] == 0 else hist.get(key, ([], []))
+        obs = dict(r["obs"])
+        obs["goal"] = r["goal"]
+        reply = reply_for(r["action"], obs)
+        out.append(
+            {
+                "goal": r["goal"],
+                "obs": obs,
+                "axtree": obs.get("axtree", ""),
+                "history": list(acts),
+                "replies": list(reps),
+                "action": r["action"],
+                "reply": reply,
+                "task_id": r["task_id"],
+                "seed": r["seed"],
+                "split": r["split"],
+                "step": r["step"],
+                "success": r.get("success"),
+            }
+        )
+        done = r.get("executed", r["action"])  # DAgger records: the learner's action, labelled by the expert
+        done_reply = reply if done == r["action"] else reply_for(done, obs)
+        hist[key] = (acts + [done], reps + [done_reply or str(done)])
+    return out
+
+
+def ranked_demos(steps: Sequence[dict[str, Any]], fmt: WebFormat, source: str = "expert") -> list[Any]:
+    """Chat demonstrations in the ranked format (one per step whose reply the candidate set holds)."""
+    from lynn.lm.data import Demo
+
+    ranker = fmt.make_ranker()
+    out = []
+    for st in steps:
+        if st["reply"] is None:
+            continue
+        units = top_units(st["obs"], st["replies"], fmt, ranker)
+        msgs = render_ranked(st["obs"], st["replies"], fmt, units)
+        msgs.append({"role": "assistant", "content": st["reply"]})
+        out.append(
+            Demo(
+                msgs, "Lynn/LiveWeb-v0", st["task_id"], int(st["seed"]), st["split"], st["step"], source, True
+            )
+        )
+    return out
+
+
+def score_replies(
+    model: Any, tokenizer: Any, messages: list[dict[str, str]], replies: Sequence[str], norm: str = "sum"
+) -> list[float]:
+    """Log-likelihood of each reply (with its end-of-turn token) after ``messages``, in one batched forward.
+
+    The prompt is run once; its KV cache is repeated over the candidates, which are right-padded, so the
+    cost is the prompt plus the replies' tokens. ``norm``: ``sum`` (total log-prob) or ``mean`` (per token).
+    """
+    import torch
+
+    from lynn.lm.tokenizer import encode_chat
+
+    if norm not in ("sum", "mean"):
+        raise ValueError(f"norm must be 'sum' or 'mean', got {norm!r}")
+    prompt = encode_chat(tokenizer, messages, add_generation_prompt=True)
+    conts = []
+    for r in replies:
+        full = encode_chat(
+            tokenizer, [*messages, {"role": "assistant", "content": r}], add_generation_prompt=False
+        )
+        conts.append(full[len(prompt) :])
+    ctx = int(getattr(model.config, "max_position_embeddings", 2048))
+    longest = max(len(c) for c in conts)
+    if len(prompt) + longest > ctx:
+        prompt = prompt[-(ctx - longest) :]
+    with torch.no_grad():
+        p = torch.tensor([prompt])
+        out = model(input_ids=p, use_cache=True)
+        last = torch.log_softmax(out.logits[0, -1].float(), -1)
+        cache = out.past_key_values
+        n = len(conts)
+        cache.batch_repeat_interleave(n)
+        pad = tokenizer.pad_token_id or 0
+        ids = torch.full((n, longest), pad, dtype=torch.long)
+        mask = torch.zeros((n, longest), dtype=torch.long)
+        for i, c in enumerate(conts):
+            ids[i, : len(c)] = torch.tensor(c)
+            mask[i, : len(c)] = 1
+        attn = torch.cat([torch.ones((n, len(prompt)), dtype=torch.long), mask], 1)
+        logits = model(input_ids=ids, past_key_values=cache, attention_mask=attn, use_cache=False).logits
+        logp = torch.log_softmax(logits.float(), -1)
+    scores = []
+    for i, c in enumerate(conts):
+        s = float(last[c[0]])
+        for j in range(1, len(c)):
+            s += float(logp[i, j - 1, c[j]])
+        scores.append(s / len(c) if norm == "mean" else s)
+    return scores
+
+
+class RankedChooser:
+    """Chooses a LiveWeb action among :func:`candidates` by the LM's likelihood (what ``LMPolicy`` runs for
+    a model saved with ``lynn_web.json``).
+
+    Multi-part answers (``"3; Elena Silva, Grace Costa"``) are built span by span: after the best single
+    candidate is an answer, it is extended with ``"; "`` or ``", "`` and another span while that raises
+    the reply's likelihood (at most ``max_parts`` parts); every part is a span of the page.
+    """
+
+    def __init__(self, model: Any, tokenizer: Any, fmt: WebFormat, max_parts: int = 8) -> None:
+        self.model, self.tokenizer, self.fmt = model, tokenizer, fmt
+        self.ranker = fmt.make_ranker()
+        self.max_parts = max_parts
+        self.last_prompt_tokens = 0
+
+    def choose(self, obs: dict[str, Any], replies: Sequence[str]) -> tuple[str, str]:
+        """(reply, env action) for ``obs`` after ``replies``."""
+        page = parse_page(str(obs.get("axtree", "")))
+        units = self.ranker.top(str(obs.get("goal", "")), page, _history_refs(replies, page), self.fmt.k)
+        msgs = render_ranked(obs, replies, self.fmt, units)
+        cands = candidates(obs, units, self.fmt, page)
+        from lynn.lm.tokenizer import encode_chat
+
+        self.last_prompt_tokens = len(encode_chat(self.tokenizer, msgs, add_generation_prompt=True))
+        scores = score_replies(self.model, self.tokenizer, msgs, [r for r, _ in cands], self.fmt.norm)
+        best = max(range(len(cands)), key=lambda i: scores[i])
+        reply, action = cands[best]
+        if reply.startswith("answer ") and reply != 'answer "done"':
+            reply, action = self._extend(msgs, units, answer_text(action) or "", scores[best])
+        return reply, action
+
+    def _extend(
+        self, msgs: list[dict[str, str]], units: Sequence[Element], text: str, score: float
+    ) -> tuple[str, str]:
+        spans = [s for s in answer_spans(units) if s]
+        for _ in range(self.max_parts - 1):
+            ext = [text + sep + s for sep in ("; ", ", ") for s in spans]
+            sc = score_replies(
+                self.model, self.tokenizer, msgs, [f"answer {q(t)}" for t in ext], self.fmt.norm
+            )
+            i = max(range(len(ext)), key=lambda j: sc[j])
+            if sc[i] <= score:
+                break
+            text, score = ext[i], sc[i]
+        return f"answer {q(text)}", f"send_msg_to_user({text!r})"
