@@ -110,7 +110,9 @@ class TransformersGenerator(Generator):
         spec_kwargs: :class:`lynn.lm.speculative.SpecConfig` fields (``gamma``, ``theta``, ...).
         threads: torch threads (see :func:`set_threads`).
         constraint: ``None`` or ``"copy_hex"`` (:class:`lynn.lm.constraints.HexCopyConstraint`: ``0x``
-            literals in a reply are copied from its prompt), on the plain and the speculative path.
+            literals in a reply are copied from its prompt) or ``"copy_literals"``
+            (:class:`~lynn.lm.constraints.LiteralCopyConstraint`: quoted numbers too), on the plain and the
+            speculative path.
     """
 
     name = "transformers"
@@ -173,13 +175,14 @@ class TransformersGenerator(Generator):
                 raise ValueError("the draft model must share the target's vocabulary")
         self.eos_ids = eos_token_ids(self.tokenizer, self.model)
         self.context = int(getattr(self.model.config, "max_position_embeddings", 2048))
-        if constraint not in (None, "copy_hex"):
-            raise ValueError(f"constraint must be None or 'copy_hex', got {constraint!r}")
+        if constraint not in (None, "copy_hex", "copy_literals"):
+            raise ValueError(f"constraint must be None, 'copy_hex' or 'copy_literals', got {constraint!r}")
         self.constraint = None
-        if constraint == "copy_hex":
-            from lynn.lm.constraints import HexCopyConstraint
+        if constraint is not None:
+            from lynn.lm.constraints import HexCopyConstraint, LiteralCopyConstraint
 
-            self.constraint = HexCopyConstraint(self.tokenizer)
+            kind = HexCopyConstraint if constraint == "copy_hex" else LiteralCopyConstraint
+            self.constraint = kind(self.tokenizer)
 
     def encode(self, prompt: Prompt) -> list[int]:
         """Token ids of a prompt (chat messages through the chat template, plus the reply header)."""

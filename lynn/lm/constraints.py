@@ -17,6 +17,15 @@ prompt"; ours is a few dozen lines over decoded token strings, and plugs into bo
 (:func:`lynn.lm.speculative.speculative_generate` ``constraint=``), where strict verification stays
 lossless with respect to constrained greedy decoding.
 
+:class:`LiteralCopyConstraint` (``copy_literals``) adds the amounts: a quoted literal that starts with a
+digit (``w3.to_wei('0.235', "ether")``) must be one of the prompt's decimal numbers, written whole; a
+quoted ``'0x…'`` is still a hex literal. Every quoted number in the oracle's scripts is a number of its
+instruction (or the EIP-712 domain version ``"1"``), so this too never excludes what the oracle writes. Why not a grammar library (llguidance,
+xgrammar, outlines, transformers-cfg): their grammars are compiled once and constrain *shape*; "a copy of
+one of this prompt's literals" is a per-prompt set, which a grammar engine would have to recompile for
+every prompt (or enumerate as alternatives), while here it is a set lookup per candidate token — and
+the same object plugs into the speculative loop unchanged.
+
 Token strings come from ``tokenizer.decode([id])``: exact for byte-level BPE tokenizers (ours, GPT-2,
 Qwen, LLaMA-3); a hex literal is ASCII, so partial UTF-8 bytes in other tokens do not matter.
 """
@@ -30,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import torch
 
-__all__ = ["HexCopyConstraint", "RowConstraint", "mask_logits"]
+__all__ = ["HexCopyConstraint", "LiteralCopyConstraint", "RowConstraint", "mask_logits"]
 
 HEX = frozenset("0123456789abcdefABCDEF")
 _LITERAL = re.compile(r"(?<![0-9A-Za-z_])0x[0-9a-fA-F]*")
@@ -155,3 +164,107 @@ def mask_logits(z: torch.Tensor, bad: torch.Tensor) -> torch.Tensor:
     z = z.clone()
     z[bad.to(z.device)] = float("-inf")
     return z
+
+
+#: Quoted numbers a script may write that no instruction holds: the EIP-712 domain ``"version": "1"``.
+CONSTANT_NUMBERS = frozenset({"1"})
+_NUMBER = re.compile(r"(?<![0-9A-Za-z_.])\d+(?:\.\d+)?(?![0-9A-Za-z_])")
+# A quoted number being written at the end of a text: the quote, then digits and dots.
+_OPEN_NUM = re.compile(r"(['\"])([0-9][0-9.]*)$")
+
+
+class LiteralRow(RowConstraint):
+    """:class:`RowConstraint` plus quoted numbers (state ``num``: writing a quoted number ``lit``)."""
+
+    def __init__(
+        self, parent: LiteralCopyConstraint, literals: frozenset[str], numbers: frozenset[str]
+    ) -> None:
+        super().__init__(parent, literals)  # type: ignore[arg-type]
+        self.numbers = numbers
+        self.num_prefixes = {n[:i] for n in numbers for i in range(1, len(n) + 1)}
+
+    def allows_num(self, s: str, state: str, lit: str, word: bool, quote: str) -> bool:
+        """Whether appending ``s`` keeps quoted numbers and hex literals copies."""
+        for i, c in enumerate(s):
+            if state == "num":
+                if lit == "0" and c == "x":  # a quoted hex literal: the hex rules take over
+                    return super().allows(s[i + 1 :], "hex", "0x", False) if "0x" in self.prefixes else False
+                if c.isdigit() or c == ".":
+                    lit += c
+                    if lit not in self.num_prefixes:
+                        return False
+                    continue
+                if c != quote or lit not in self.numbers:
+                    return False
+                state, word = "none", False
+                continue
+            if state == "none" and c in "'\"":
+                if i + 1 < len(s) and s[i + 1].isdigit():
+                    state, quote, lit = "num", c, ""
+                    continue
+                # A quote at the end of the token: the next token decides (see ``banned``).
+            if state in ("none", "zero", "hex"):
+                if not super().allows(c, state, lit, word):
+                    return False
+                state, lit, word = self._advance(c, state, lit, word)
+        return True
+
+    @staticmethod
+    def _advance(c: str, state: str, lit: str, word: bool) -> tuple[str, str, bool]:
+        if state == "hex":
+            return ("hex", lit + c, False) if c in HEX else ("none", "", _is_word(c))
+        if state == "zero":
+            return ("hex", "0x", False) if c == "x" else ("none", "", _is_word(c))
+        if c == "0" and not word:
+            return "zero", "", False
+        return "none", "", _is_word(c)
+
+    def banned(self, text: str) -> Any:
+        m = _OPEN_NUM.search(text)
+        if m:
+            key: tuple[Any, ...] = ("num", m.group(2), m.group(1))
+        elif text and text[-1] in "'\"":
+            key = ("quote", text[-1])
+        else:
+            return super().banned(text)
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit
+        import torch
+
+        strings = self.parent.token_strings
+        if key[0] == "num":
+            bad = [t for t, s in enumerate(strings) if not self.allows_num(s, "num", key[1], False, key[2])]
+        else:  # just after a quote: a token starting with a digit opens a quoted number
+            bad = [
+                t
+                for t, s in enumerate(strings)
+                if s[:1].isdigit() and not self.allows_num(key[1] + s, "none", "", False, "")
+            ]
+        if len(bad) >= len(strings):
+            bad = []
+        out = torch.tensor(bad, dtype=torch.long)
+        self._cache[key] = out
+        return out
+
+    def allows(self, s: str, state: str, lit: str, word: bool) -> bool:  # tokens with no quote open
+        return self.allows_num(s, state, lit, word, "")
+
+
+class LiteralCopyConstraint(HexCopyConstraint):
+    """``0x`` literals and quoted numbers in a reply must be copied from its prompt (see module docstring).
+
+    Args:
+        tokenizer: the model's tokenizer.
+    """
+
+    name = "copy_literals"
+
+    def __init__(self, tokenizer: Any) -> None:
+        super().__init__(tokenizer)
+        # With no literal open, tokens holding a "0" or a quote can start one.
+        self.with_zero = [i for i, s in enumerate(self.token_strings) if "0" in s or "'" in s or '"' in s]
+
+    def for_prompt(self, prompt_text: str) -> RowConstraint:
+        numbers = frozenset(_NUMBER.findall(prompt_text)) | CONSTANT_NUMBERS
+        return LiteralRow(self, frozenset(_LITERAL.findall(prompt_text)), numbers)

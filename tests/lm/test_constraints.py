@@ -144,7 +144,7 @@ def test_constrained_decoding_agrees_on_every_path(tiny_lm: Path, prompts):
 
 
 def test_bad_constraint_names_are_refused(tiny_lm: Path):
-    with pytest.raises(ValueError, match="copy_hex"):
+    with pytest.raises(ValueError, match="copy_literals"):
         TransformersGenerator(tiny_lm, constraint="grammar")
 
 
@@ -171,3 +171,77 @@ def test_minimal_abi_scripts_still_solve_the_tasks():
     # Non-ABI literals and broken ones are left alone.
     assert minimal_abi("x = json.loads('{\"a\": 1}')") == "x = json.loads('{\"a\": 1}')"
     assert minimal_abi("x = json.loads('[1, 2')") == "x = json.loads('[1, 2')"
+
+
+# ----------------------------------------------------------------------------- copy_literals
+def _first_violation(row, tokenizer, reply: str) -> str | None:
+    text = ""
+    for t in tokenizer(reply, add_special_tokens=False)["input_ids"]:
+        if t in set(row.banned(text).tolist()):
+            return text[-40:] + " | " + tokenizer.decode([t])
+        text += tokenizer.decode([t])
+    return None
+
+
+def test_copy_literals_never_bans_an_oracle_reply(tokenizer):
+    """Every atomic task's oracle reply, compact form (what the model is trained on), 2 seeds: every
+    token allowed under the constraint built from its own prompt — and the replies do quote numbers."""
+    from lynn.envs.evmquest.spec import load_specs
+    from lynn.lm.constraints import LiteralCopyConstraint
+    from lynn.lm.data import synth_evm_demos
+    from lynn.lm.prompts import compact_reply
+
+    c = LiteralCopyConstraint(tokenizer)
+    tasks = sorted(t for t, s in load_specs().items() if s.split == "atomic")
+    quoted = 0
+    for d in synth_evm_demos(tasks, [100_000, 100_001]):
+        row = c.for_prompt("\n".join(m["content"] for m in d.messages[:-1]))
+        reply = compact_reply(d.messages[-1])["content"]
+        assert _first_violation(row, tokenizer, reply) is None, (
+            d.task_id,
+            _first_violation(row, tokenizer, reply),
+        )
+        quoted += len(re.findall(r"['\"]\d[\d.]*['\"]", reply))
+    assert quoted >= 40
+
+
+def test_copy_literals_bans_numbers_and_addresses_not_in_the_prompt(tokenizer):
+    from lynn.lm.constraints import LiteralCopyConstraint, LiteralRow
+
+    c = LiteralCopyConstraint(tokenizer)
+    prompt = f"Send 0.235 BNB to {ADDR}. Address: {OTHER}"
+    row = c.for_prompt(prompt)
+
+    def ok(r, before: str, written: str) -> bool:
+        return allowed(r, before, written, tokenizer)
+
+    assert ok(row, "v = w3.to_wei(", "'0.235', \"ether\")")
+    assert ok(row, "to = ", f"'{ADDR}'")  # quoted hex: still the hex rule
+    assert not ok(row, "v = w3.to_wei(", "'0.253'")  # digits swapped
+    assert not ok(row, "v = w3.to_wei(", "'0.23'")  # closed early
+    assert not ok(row, "v = w3.to_wei(", "'0.2355'")  # longer
+    assert not ok(row, "to = ", f"'{ADDR[:-1]}0'")
+    assert ok(row, "x = ", "balance * 25 // 100")  # bare numbers are code, not copies
+    assert ok(row, "k = contracts[", "'USDT']")
+
+    class Broken(LiteralRow):  # a deliberately broken rule: any quoted number passes
+        def allows_num(self, s, state, lit, word, quote):
+            return True if state == "num" else super().allows_num(s, state, lit, word, quote)
+
+    broken = Broken(c, row.literals - {"0x"}, row.numbers)
+    assert ok(broken, "v = w3.to_wei(", "'0.253'")  # ... and the check above would catch it
+
+
+def test_copy_literals_decoding_is_the_same_on_every_path(tiny_lm: Path, prompts):
+    """HF generate + the processor == strict speculative decoding (prompt lookup), batched, and every
+    constrained reply's quoted numbers are the prompt's."""
+    plain = TransformersGenerator(tiny_lm, constraint="copy_literals", threads=1)
+    hf = plain.generate(prompts, max_new_tokens=160, batch_size=4)
+    spec = TransformersGenerator(
+        tiny_lm, constraint="copy_literals", speculative="strict", drafter="prompt_lookup", threads=1
+    )
+    assert [g.text for g in spec.generate(prompts, max_new_tokens=160, batch_size=8)] == [g.text for g in hf]
+    for msgs, g in zip(prompts, hf, strict=True):
+        prompt_text = "\n".join(m["content"] for m in msgs)
+        numbers = set(re.findall(r"\d+(?:\.\d+)?", prompt_text))
+        assert all(n in numbers for n in re.findall(r"['\"](\d[\d.]*)['\"]", g.text)), g.text
