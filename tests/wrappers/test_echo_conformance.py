@@ -854,3 +854,23 @@ def test_workers_exit_when_the_main_process_is_killed(context: str) -> None:
         proc.kill()
         proc.wait()
         proc.stdout.close()  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_error_texts_code_may_match_are_the_anchors(kind: str) -> None:
+    fns = [lambda: SpaceEnv(spaces.Box(0, 1, (2,))), lambda: SpaceEnv(spaces.Box(0, 2, (2,)))]
+    with pytest.raises(
+        RuntimeError,
+        match="the sub-environments observation spaces are not equivalent. .*If this is intentional, "
+        "use `observation_mode='different'` instead",
+    ):
+        vec(kind, fns, observation_mode="same")
+    envs = vec(kind, [functools.partial(CountEnv)] * 2)
+    try:
+        envs.reset()
+        with pytest.raises(TypeError):  # a scalar for a batch of actions
+            envs.step(0)
+        with pytest.raises(ValueError):
+            envs.step(np.array([0, 0, 0]))
+    finally:
+        envs.close(terminate=True)

@@ -680,11 +680,20 @@ class EchoVectorEnv(gym.vector.VectorEnv):
                 else ""
             )
             if not same_obs:
-                rule = "equal to" if self.observation_mode == "same" else "of the same shape and dtype as"
+                if self.observation_mode == "same":
+                    rule = "equal to"
+                    # AsyncVectorEnv's words, which code may match on.
+                    why = (
+                        "the sub-environments observation spaces are not equivalent. If this is intentional, "
+                        "use `observation_mode='different'` instead (it allows other bounds with equal shapes "
+                        "and dtypes)"
+                    )
+                else:
+                    rule = "of the same shape and dtype as"
+                    why = "the sub-environment's observation spaces do not share a common shape and dtype"
                 raise EchoSpaceError(
                     f"env {i}'s observation space {obs_repr} is not {rule} env 0's "
-                    f"{self.single_observation_space!r}: every env must have the same observation space "
-                    f"(observation_mode='different' allows other bounds with equal shapes and dtypes){hint}"
+                    f"{self.single_observation_space!r}: {why}{hint}"
                 )
             if not same_act:
                 raise EchoSpaceError(
@@ -1062,9 +1071,9 @@ class EchoVectorEnv(gym.vector.VectorEnv):
         try:
             per_env = list(iterate(space, actions))
         except Exception as exc:
-            raise ValueError(
-                f"cannot split actions into {k} per-env actions of {self.single_action_space}: {exc}"
-            ) from exc
+            msg = f"cannot split actions into {k} per-env actions of {self.single_action_space}: {exc}"
+            # A scalar or other non-iterable stays a TypeError, as AsyncVectorEnv raises it.
+            raise (TypeError if isinstance(exc, TypeError) else ValueError)(msg) from exc
         if len(per_env) != k:
             raise ValueError(f"send() got {len(per_env)} actions for {k} env ids")
         return per_env
