@@ -106,6 +106,15 @@ def capacity_columns(
     # dropped stale, or slow) over the whole run; else the window's mean rate.
     in_win, whole = by_worker(win), by_worker(hist)
     mus = [in_win.get(i, whole.get(i, mu_ss)) for i in range(workers)]
+    if span > 0 and "generated_by_worker" in hist[-1] and "generated_by_worker" in hist[k0 - 1]:
+        # Arrival rates (the capacity rule's mu_i): every rollout that arrived in the window, consumed
+        # or dropped; the consumed groups' durations overstate a worker whose groups age out.
+        from lynn.wrappers.echo.capacity import arrival_rates
+
+        last, first = hist[-1]["generated_by_worker"], hist[k0 - 1]["generated_by_worker"]
+        got = {int(w): c for w, c in last.items()}
+        before = {int(w): c for w, c in first.items()}
+        mus = arrival_rates([got.get(i, 0) - before.get(i, 0) for i in range(workers)], span)
     arrived = hist[-1]["generated"] - hist[k0 - 1]["generated"]
     mu_obs = arrived / span if span > 0 else 0.0
     out.update(

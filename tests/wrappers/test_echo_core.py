@@ -215,3 +215,21 @@ def test_coordinator_rejects_a_publication_period_longer_than_the_staleness_allo
         Coordinator("push_pull", 4, staleness=1, kappa=3)
     with pytest.raises(ValueError, match="mode"):
         Coordinator("async", 4)
+
+
+def test_coordinator_counts_arrivals_per_worker_consumed_or_dropped() -> None:
+    """mu_i comes from arrivals: a slow worker whose rollouts age out still delivered them."""
+    stats, coord = simulate(
+        "push_pull",
+        [SimWorker(0.1), SimWorker(0.9)],
+        rollouts_per_update=2,
+        updates=30,
+        staleness=1,
+        kappa=1,
+        train_s=0.3,
+    )
+    assert stats.dropped_stale > 0
+    assert sum(coord.arrivals.values()) == coord.generated
+    # The slow worker made about wall / 0.9 rollouts, all of them counted.
+    assert coord.arrivals[1] == pytest.approx(stats.wall_s / 0.9, abs=1.5)
+    assert coord.arrivals[0] == pytest.approx(stats.wall_s / 0.1, abs=1.5)

@@ -885,6 +885,7 @@ class ActorLearner:
                     wait_s=t0 - t_wait,
                     busy_s=busy - busy0,
                     generated=coord.generated,
+                    generated_by_worker=dict(coord.arrivals),
                     dropped_stale=coord.dropped_stale,
                     buffered=left,
                 )

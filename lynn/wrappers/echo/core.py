@@ -124,6 +124,7 @@ class Coordinator:
         self._ids = itertools.count()
         self.dispatched = 0
         self.generated = 0
+        self.arrivals: dict[int, int] = {}  # worker -> rollouts arrived (consumed or not): its mu_i
         self.dropped_stale = 0
         self.lost = 0
         self.refused = 0
@@ -161,6 +162,7 @@ class Coordinator:
         """A worker finished its request; the rollout enters the buffer."""
         self.in_flight.pop(worker, None)
         self.generated += 1
+        self.arrivals[worker] = self.arrivals.get(worker, 0) + 1
         self.buffer.append(rollout)
 
     def worker_lost(self, worker: int) -> int:
