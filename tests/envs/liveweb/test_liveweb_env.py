@@ -237,13 +237,13 @@ def test_expert_with_epsilon_explores_then_recovers(env: LiveWebEnv) -> None:
         assert action.split("(")[0] in {"scroll", "go_back", "click"}
         obs, reward, terminated, truncated, info = env.step(action)
         assert not terminated
-    agent.epsilon = 0.0  # the plan restarts from the start page and still solves the task
+    agent.epsilon = 0.0  # it reads where the detour left it (WebExpert.locate) and still solves the task
     actions = []
     for _ in range(6):
         actions.append(agent.act(obs, info))
         obs, reward, terminated, truncated, info = env.step(actions[-1])
         if terminated:
             break
-    assert actions[0].startswith("goto(") and terminated and reward == 1.0
+    assert terminated and reward == 1.0
     with pytest.raises(ValueError):
         WebExpert(env, epsilon=2.0)
