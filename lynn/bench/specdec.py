@@ -56,6 +56,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--lookup-k", type=int, default=10, help="HF prompt_lookup_num_tokens")
     parser.add_argument("--theta", type=float, default=0.9, help="MARS threshold")
     parser.add_argument(
+        "--temperature",
+        type=float,
+        default=0.0,
+        help="our speculative rows sample at this temperature (0 = greedy; the references' MARS and typical "
+        "relax only when sampling); HF rows stay greedy",
+    )
+    parser.add_argument("--top-p", type=float, default=1.0, help="nucleus of our sampling rows")
+    parser.add_argument("--seed", type=int, default=0, help="sampling seed of our rows")
+    parser.add_argument(
         "--draft-confidence", type=float, default=0.4, help="our draft stops below this probability (0 = off)"
     )
     parser.add_argument("--repeats", type=int, default=1, help="rounds (methods take turns; best wall kept)")
@@ -260,8 +269,9 @@ def _methods(args: argparse.Namespace, target: Any, draft: Any, pad: int, eos: s
                 d = PromptLookupDrafter()
             cfg = SpecConfig(rule=rule, gamma=args.gamma, theta=args.theta)
             return ours_spec(
-                target, ps, d, max_new_tokens=new, eos_token_id=eos_ids, config=cfg, pad_token_id=pad
-            )
+                target, ps, d, max_new_tokens=new, eos_token_id=eos_ids, config=cfg, pad_token_id=pad,
+                temperature=args.temperature, top_p=args.top_p, seed=args.seed,
+            )  # fmt: skip
 
         return go
 
@@ -280,11 +290,17 @@ def _methods(args: argparse.Namespace, target: Any, draft: Any, pad: int, eos: s
         ("ours MARS, prompt lookup", 1, spec("lookup", "mars"), False),
         ("ours typical, draft", 1, spec("draft", "typical"), False),
         ("ours typical, prompt lookup", 1, spec("lookup", "typical"), False),
+        # Our variants (relaxed in greedy decoding too; the same as the references when sampling).
+        ("ours mars-greedy (variant), draft", 1, spec("draft", "mars-greedy"), False),
+        ("ours mars-greedy (variant), prompt lookup", 1, spec("lookup", "mars-greedy"), False),
+        ("ours typical-greedy (variant), draft", 1, spec("draft", "typical-greedy"), False),
+        ("ours typical-greedy (variant), prompt lookup", 1, spec("lookup", "typical-greedy"), False),
         ("greedy (HF generate)", 8, hf(), False),
         ("greedy (ours)", 8, greedy, False),
         ("ours strict, draft", 8, spec("draft", "strict"), False),
         ("ours strict, prompt lookup", 8, spec("lookup", "strict"), False),
         ("ours MARS, draft", 8, spec("draft", "mars"), False),
+        ("ours mars-greedy (variant), draft", 8, spec("draft", "mars-greedy"), False),
     ]
     if args.methods:
         wanted = [w.strip().lower() for w in args.methods.split(",") if w.strip()]
