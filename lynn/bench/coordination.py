@@ -154,6 +154,10 @@ class VWCbExploreAdf(Agent):
 ROUTERS: dict[str, Callable[[gym.Env], Agent]] = {
     "linucb (ours)": lambda env: LinUCBAgent(env),
     "linucb α=1 S=1 (ours, reference radius)": lambda env: LinUCBAgent(env, alpha=1.0, S=1.0),
+    # Symphony-Coord's own router: GlobalLinUCB's defaults, build_x's feature map, no change detector.
+    "linucb reference (Symphony-Coord: α=1 S=1, build_x)": lambda env: LinUCBAgent(
+        env, alpha=1.0, S=1.0, features="reference", change_detect=False
+    ),
     "linucb no-screening (ours)": lambda env: LinUCBAgent(env, screening=False),
     "linucb-disjoint (ours)": lambda env: LinUCBAgent(env, disjoint=True),
     "thompson (ours)": lambda env: ThompsonAgent(env),
