@@ -420,3 +420,45 @@ class RankedChooser:
                 break
             text, score = ext[i], sc[i]
         return f"answer {q(text)}", f"send_msg_to_user({text!r})"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m lynn.lm.web_candidates TRANSITIONS... --data OUT_DATA --model MODEL_DIR [--k 20]``:
+    ranked-format demos from ``lynn collect`` LiveWeb transitions (train split only), and the format file
+    (``lynn_web.json``: fitted ranker, fill constants, goto templates) written into the model folder."""
+    import argparse
+    import dataclasses
+    import json
+    from pathlib import Path
+
+    from lynn.lm.data import write_demos
+
+    ap = argparse.ArgumentParser(prog="python -m lynn.lm.web_candidates", description=main.__doc__)
+    ap.add_argument("transitions", nargs="+", help="transitions.jsonl files or folders holding them")
+    ap.add_argument("--data", required=True, help="folder for demos.jsonl")
+    ap.add_argument("--model", required=True, help="model folder that receives lynn_web.json")
+    ap.add_argument("--k", type=int, default=20)
+    args = ap.parse_args(argv)
+    rows: list[dict[str, Any]] = []
+    for t in args.transitions:
+        p = Path(t)
+        for f in sorted(p.rglob("transitions*.jsonl")) if p.is_dir() else [p]:
+            rows += [json.loads(line) for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
+    steps = episode_steps(rows)
+    bad = [s for s in steps if s["split"] != "train"]
+    if bad:
+        raise SystemExit(
+            f"{bad[0]['task_id']} is a {bad[0]['split']} instance: training data holds train instances only"
+        )
+    fmt = learn_format(steps, k=args.k)
+    demos = ranked_demos(steps, fmt)
+    Path(args.data).mkdir(parents=True, exist_ok=True)
+    write_demos(Path(args.data) / "demos.jsonl", demos, append=False)
+    Path(args.model).mkdir(parents=True, exist_ok=True)
+    (Path(args.model) / "lynn_web.json").write_text(json.dumps(dataclasses.asdict(fmt), indent=1))
+    print(f"{len(steps)} steps -> {len(demos)} demos in {args.data}; format -> {args.model}/lynn_web.json")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -172,7 +172,7 @@ def _bm25(query: list[str], docs: list[list[str]], k1: float = 1.2, b: float = 0
     for d in docs:
         tf = Counter(d)
         s = 0.0
-        for q in set(query):
+        for q in sorted(set(query)):  # a fixed order: the same sums in every process
             if q in tf:
                 idf = math.log(1 + (n - df[q] + 0.5) / (df[q] + 0.5))
                 s += idf * tf[q] * (k1 + 1) / (tf[q] + k1 * (1 - b + b * len(d) / avg))
