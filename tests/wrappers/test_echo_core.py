@@ -138,7 +138,7 @@ def test_capacity_rule_predicts_simulated_utilisation(n, rollout_s, r, kappa, bc
     )
     lo, hi = utilisation_bounds(mus, train, bcast, r, kappa, staleness=staleness)
     assert hi == predicted_utilisation(mus, train, bcast, r, kappa)
-    # 0.1: the run's start-up and phase effects (at most 0.072 outside in 1,400 random examples).
+    # 0.1: the run's start-up and phase effects (none more than 0.072 outside in 1,400 random draws).
     assert lo - 0.1 <= stats.utilisation <= hi + 0.1
 
 
