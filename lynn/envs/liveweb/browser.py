@@ -674,6 +674,8 @@ class BrowserSession:
                                 "nothing was clicked"
                             ) from exc
                         raise
+                else:
+                    return None  # the fast click waited for what it caused (DOMContentLoaded included)
             elif name == "dblclick":
                 loc.dblclick(button=a["button"], modifiers=a["modifiers"])
             elif name == "hover":
