@@ -10,6 +10,7 @@ Losses, advantages and gradients must agree.
 from __future__ import annotations
 
 import copy
+import math
 import os
 
 import pytest
@@ -423,3 +424,18 @@ def test_aggregation_rules_by_hand_with_two_micro_batches():
     assert expected["bnpo"] != pytest.approx(expected["dapo"])
     with pytest.raises(ValueError, match="max_completion_length"):
         GRPOConfig(loss_type="dr_grpo")
+
+
+def test_bnpo_without_micro_batches_keeps_the_old_whole_batch_mean_for_old_callers():
+    """A caller that passes total_tokens but not micro_batches (written before TRL's bnpo) keeps the
+    whole batch's token mean (= dapo); the learner passes micro_batches and gets TRL's bnpo."""
+    logp = torch.zeros(2, 3)
+    ref = torch.tensor([[0.2, 0.4, 0.0], [0.1, 0.0, 0.0]])
+    mask = torch.tensor([[1, 1, 0], [1, 0, 0]])
+    kw = dict(beta=1.0, ref_logps=ref, total_tokens=6.0)
+    old, _ = grpo_loss(logp, logp, torch.zeros(2), mask, loss_type="bnpo", **kw)
+    dapo, _ = grpo_loss(logp, logp, torch.zeros(2), mask, loss_type="dapo", **kw)
+    trl_bnpo, _ = grpo_loss(logp, logp, torch.zeros(2), mask, loss_type="bnpo", micro_batches=2, **kw)
+    k3 = sum(math.exp(x) - x - 1 for x in (0.2, 0.4, 0.1))
+    assert float(old) == pytest.approx(k3 / 6) and float(dapo) == pytest.approx(k3 / 6)
+    assert float(trl_bnpo) == pytest.approx(k3 / 3 / 2)

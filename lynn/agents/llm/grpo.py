@@ -191,7 +191,7 @@ def grpo_loss(
     kl_bias_correction: bool = True,
     total: int | None = None,
     total_tokens: float | None = None,
-    micro_batches: int = 1,
+    micro_batches: int | None = None,
     max_completion_length: int | None = None,
 ) -> tuple[Any, dict[str, Any]]:
     """The clipped GRPO/GSPO loss of one (micro-)batch and its diagnostics.
@@ -207,7 +207,10 @@ def grpo_loss(
             default ``B``).
         total_tokens: completion tokens in the whole batch (``dapo``; default this micro-batch's).
         micro_batches: micro-batches the batch is accumulated over (``bnpo``: this micro-batch's
-            token mean is divided by it, TRL's ``current_gradient_accumulation_steps``).
+            token mean is divided by it, TRL's ``current_gradient_accumulation_steps``). Left
+            ``None`` with ``total_tokens`` given, ``bnpo`` keeps its pre-issue-25 meaning for callers
+            that have not moved (the whole batch's token mean, which is TRL's ``dapo``: pass
+            ``loss_type="dapo"`` for that, or ``micro_batches`` for TRL's ``bnpo``).
         max_completion_length: ``dr_grpo``'s constant (TRL's ``max_completion_length``).
 
     Returns:
@@ -240,8 +243,10 @@ def grpo_loss(
     n = total if total is not None else logps.size(0)
     if loss_type == "grpo":
         loss = ((per_token * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)).sum() / n
+    elif loss_type == "bnpo" and micro_batches is None and total_tokens is not None:
+        loss = (per_token * mask).sum() / max(float(total_tokens), 1.0)  # legacy: see micro_batches
     elif loss_type == "bnpo":
-        loss = (per_token * mask).sum() / mask.sum().clamp(min=1.0) / micro_batches
+        loss = (per_token * mask).sum() / mask.sum().clamp(min=1.0) / (micro_batches or 1)
     elif loss_type == "dr_grpo":
         if not (max_completion_length or 0) > 0:
             raise ValueError("loss_type='dr_grpo' needs max_completion_length > 0")
