@@ -1,6 +1,6 @@
 """What ``make run`` puts on the leaderboard: per env id, its agents, episode budget and env kwargs.
 
-The zoo's models (:mod:`lynn.zoo`) stand behind agent ``lm`` (:data:`LM_MODELS`) and behind
+The zoo's models (:mod:`lynn.zoo`) stand behind agent ``lm`` (role :data:`LM_ROLE`) and behind
 ``Lynn/WebWorldModel-v0``'s defaults; an env or agent added to the registry joins the job by one line
 here.
 """
@@ -17,7 +17,7 @@ class SuiteEntry:
 
     Attributes:
         env_id: the registered id.
-        agents: agent names (``lm``: the zoo's LM for the env, :data:`LM_MODELS`).
+        agents: agent names (``lm``: the zoo's LM for the env, role :data:`LM_ROLE`).
         episodes: seeded episodes per agent (the WebWorldModel rows run one episode per instance).
         env_kwargs: ``gym.make`` kwargs (e.g. the held-out split).
     """
