@@ -2,8 +2,7 @@
 
     .venv/bin/python benchmarks/bench_coordination_real.py [--target DIR --draft DIR]   # = lynn bench coordination_real
 
-Without --target the pool runs the suite LM (models/suite-lm, trained on the first run as `lynn suite`
-does). The first run fills the result cache (every worker on every instance, in its own process;
+Without --target the pool runs the zoo's EVMQuest LM (zoo:evm-lm, models/; nothing is trained). The first run fills the result cache (every worker on every instance, in its own process;
 minutes to hours, see BENCHMARKS.md); later runs replay it for free. Prints the Markdown table
 (success, cost per correct, latency, regret, each single worker alone; with --shock the recovery
 columns) and writes it under --out. --standby prints the simulated standby-shock recovery on
