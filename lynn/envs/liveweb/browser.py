@@ -743,6 +743,30 @@ class BrowserSession:
             return str(point)
         watch.arm()
         page.mouse.click(float(point[0]), float(point[1]))
+        self._wait_caused(watch)
+        return None
+
+    def _await_navigation(self, act: Any, window_ms: float = 300.0) -> None:
+        """Run a raw mouse action and give a navigation it starts ``window_ms`` to begin. Locator clicks
+        wait for the navigations they start; ``page.mouse`` does not, so a form submitted by a
+        coordinate click would otherwise be observed before it leaves the page (BrowserGym waits 500 ms
+        before every observation by default; this waits only for coordinate clicks that navigate nowhere)."""
+        watch = self._watch(self.page) if self.fast_click else None
+        if watch is not None:  # with fast_click: wait for the navigation the click asked for, or for nothing
+            watch.arm()
+            act()
+            self._wait_caused(watch)
+            return
+        try:
+            with self.page.expect_navigation(wait_until="commit", timeout=window_ms):
+                act()
+        except Exception as exc:  # noqa: BLE001  (no navigation in the window: a click that stays on the page)
+            if "Timeout" not in str(exc) and "timeout" not in str(exc):
+                raise
+
+    def _wait_caused(self, watch: _NavWatch) -> None:
+        """After a mouse action: wait until the navigation it asked for (if any) reached DOMContentLoaded."""
+        page = self.page
         try:  # the renderer sends frameRequestedNavigation (if any) before it answers this
             watch.cdp.send("Runtime.evaluate", {"expression": "0"})
         except Exception:  # noqa: BLE001  (the old document is already gone: the navigation is under way)
@@ -752,19 +776,6 @@ class BrowserSession:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"Timeout {self.nav_timeout_ms} ms exceeded waiting for the navigation")
             page.wait_for_timeout(1)  # lets the driver deliver the page's events
-        return None
-
-    def _await_navigation(self, act: Any, window_ms: float = 300.0) -> None:
-        """Run a raw mouse action and give a navigation it starts ``window_ms`` to begin. Locator clicks
-        wait for the navigations they start; ``page.mouse`` does not, so a form submitted by a
-        coordinate click would otherwise be observed before it leaves the page (BrowserGym waits 500 ms
-        before every observation by default; this waits only for coordinate clicks that navigate nowhere)."""
-        try:
-            with self.page.expect_navigation(wait_until="commit", timeout=window_ms):
-                act()
-        except Exception as exc:  # noqa: BLE001  (no navigation in the window: a click that stays on the page)
-            if "Timeout" not in str(exc) and "timeout" not in str(exc):
-                raise
 
     def _settle(self) -> None:
         """Wait for a navigation the action started to reach DOMContentLoaded (local sites: a few ms)."""

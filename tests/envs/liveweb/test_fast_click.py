@@ -112,3 +112,21 @@ def test_a_click_that_stays_on_the_page_and_one_that_opens_a_tab(pair: tuple[Liv
     obs, _, _, _, info = env.step(f"click('{link}')")
     assert info["error"] is None and obs["url"].endswith("/category/books"), info
     assert obs["open_pages"].count("\n") == 1 and "new tab opened" in " ".join(info["events"])
+
+
+def test_coordinate_clicks_wait_for_the_navigation_they_cause_and_only_for_it(
+    pair: tuple[LiveWebEnv, LiveWebEnv],
+) -> None:
+    env = pair[0]
+    obs, _ = env.reset(options={"task_id": "shop.product_price.0"})
+    env.browser.fast_click = True
+    url = obs["url"]
+    assert "Welcome to Lynn Shop" in obs["axtree"]
+    obs, _, _, _, info = env.step("mouse_click(640, 700)")  # blank page area: nothing to wait for
+    assert info["error"] is None and obs["url"] == url
+    box = env.browser.page.get_by_role("button", name="Go").bounding_box()
+    obs, _, _, _, info = env.step(
+        f"mouse_click({box['x'] + box['width'] / 2}, {box['y'] + box['height'] / 2})"
+    )
+    assert info["error"] is None and "/search" in obs["url"]  # the form's page, not the one it left
+    assert "Welcome to Lynn Shop" not in obs["axtree"]  # observed after the home page was left
