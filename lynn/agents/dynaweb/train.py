@@ -107,7 +107,13 @@ def _copy_meta(policy: str | Path, dest: Path) -> None:
         shutil.copy(src, dest / "lynn_train.json")
 
 
-def _curve(history: list[dict[str, Any]], evals: list[dict[str, Any]], path: Path, title: str) -> None:
+def _curve(
+    history: list[dict[str, Any]],
+    evals: list[dict[str, Any]],
+    path: Path,
+    title: str,
+    where: str = "imagined",
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -312,7 +318,7 @@ def train_dynaweb(cfg: DynaWebConfig) -> dict[str, Any]:
     }
     (final / "dynaweb.json").write_text(json.dumps({k: summary[k] for k in ("config", "updates")}, indent=1))
     label = f"{'DynaWeb' if cfg.imagined else 'live RL'} · ρ={cfg.expert_ratio} · G={G} · H={cfg.horizon}"
-    _curve(history, evals, out / "curve.png", label)
+    _curve(history, evals, out / "curve.png", label, "imagined" if cfg.imagined else "real rollout")
     (out / SUMMARY).write_text(json.dumps(summary, indent=1, default=str))
     return summary
 
