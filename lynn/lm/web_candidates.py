@@ -39,6 +39,11 @@ CLICKABLE = ("link", "button", "tab", "radio", "menuitem", "option")
 FIELDS = ("textbox", "searchbox", "spinbutton")
 WEB_RANKED_SYSTEM = "You are a web agent. Reply with one action on the elements shown."
 HISTORY = 4
+#: The page-less prompt ``norm="pmi"`` calibrates against.
+NULL_PROMPT = [
+    {"role": "system", "content": WEB_RANKED_SYSTEM},
+    {"role": "user", "content": "Goal: \nPage:  · \nDone: none\nElements:\n"},
+]
 
 
 @dataclass
@@ -51,7 +56,9 @@ class WebFormat:
         goto_templates: URL path templates of train gotos (``/user/{}``).
         line_chars: max characters of a unit's line.
         ranker: the ranker's weights and priors (:meth:`WebRanker.save` format).
-        norm: candidate score: ``sum`` (log-likelihood) or ``mean`` (per token).
+        norm: candidate score: ``sum`` (log-likelihood), ``mean`` (per token) or ``pmi`` (log-likelihood minus
+            the reply's log-likelihood after an empty page, :data:`NULL_PROMPT`: how much this page and goal
+            support the reply, which removes the bias towards short, frequent replies).
     """
 
     k: int = 20
@@ -399,12 +406,19 @@ class RankedChooser:
         from lynn.lm.tokenizer import encode_chat
 
         self.last_prompt_tokens = len(encode_chat(self.tokenizer, msgs, add_generation_prompt=True))
-        scores = score_replies(self.model, self.tokenizer, msgs, [r for r, _ in cands], self.fmt.norm)
+        scores = self._score(msgs, [r for r, _ in cands])
         best = max(range(len(cands)), key=lambda i: scores[i])
         reply, action = cands[best]
         if reply.startswith("answer ") and reply != 'answer "done"':
             reply, action = self._extend(msgs, units, answer_text(action) or "", scores[best])
         return reply, action
+
+    def _score(self, msgs: list[dict[str, str]], replies: list[str]) -> list[float]:
+        if self.fmt.norm != "pmi":
+            return score_replies(self.model, self.tokenizer, msgs, replies, self.fmt.norm)
+        got = score_replies(self.model, self.tokenizer, msgs, replies, "sum")
+        null = score_replies(self.model, self.tokenizer, NULL_PROMPT, replies, "sum")
+        return [g - n for g, n in zip(got, null, strict=True)]
 
     def _extend(
         self, msgs: list[dict[str, str]], units: Sequence[Element], text: str, score: float
@@ -412,9 +426,7 @@ class RankedChooser:
         spans = [s for s in answer_spans(units) if s]
         for _ in range(self.max_parts - 1):
             ext = [text + sep + s for sep in ("; ", ", ") for s in spans]
-            sc = score_replies(
-                self.model, self.tokenizer, msgs, [f"answer {q(t)}" for t in ext], self.fmt.norm
-            )
+            sc = self._score(msgs, [f"answer {q(t)}" for t in ext])
             i = max(range(len(ext)), key=lambda j: sc[j])
             if sc[i] <= score:
                 break
