@@ -78,7 +78,7 @@ def _world_model_rows(cfg: SuiteConfig) -> tuple[dict[str, Any], list[str]]:
     tasks = list(dict.fromkeys(r["task_id"] for r in read_records(live) if r.get("task_id")))
     env_kwargs: dict[str, Any] = {}
     if cfg.train:
-        env_kwargs = _train_world_model(cfg, tasks)
+        env_kwargs, tasks = _train_world_model(cfg, tasks)
     known = {t["task_id"] for t in list_tasks(WORLD_MODEL_ID, "test", **env_kwargs)}
     tasks = [t for t in tasks if t in known]
     if not tasks:
@@ -86,7 +86,9 @@ def _world_model_rows(cfg: SuiteConfig) -> tuple[dict[str, Any], list[str]]:
     return env_kwargs, tasks
 
 
-def _train_world_model(cfg: SuiteConfig, tasks: list[str]) -> dict[str, Any]:
+def _train_world_model(cfg: SuiteConfig, tasks: list[str]) -> tuple[dict[str, Any], list[str]]:
+    """Build the suite's own world model for ``tasks`` (else every 6th LiveWeb test instance); returns
+    its env kwargs and the task ids it recorded start pages for."""
     from lynn.eval.collect import CollectConfig, collect
     from lynn.eval.runner import list_tasks
     from lynn.suite.lm import DEFAULT_DIR as LM_DIR
@@ -122,7 +124,7 @@ def _train_world_model(cfg: SuiteConfig, tasks: list[str]) -> dict[str, Any]:
         f"{info['minutes']:.1f} min; page memory + nearest neighbour, logistic reward model)",
         flush=True,
     )
-    return {"model": info["model"], "reward_model": info["reward_model"]}
+    return {"model": info["model"], "reward_model": info["reward_model"]}, list(tasks)
 
 
 def _entries(cfg: SuiteConfig) -> list[SuiteEntry]:
