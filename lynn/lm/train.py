@@ -33,6 +33,9 @@ SIZES: dict[str, dict[str, int]] = {
     "tiny": {"hidden": 64, "layers": 2, "heads": 4, "mlp": 192, "context": 640, "vocab": 1024},
     # ~0.49M parameters at a 4096 vocabulary: at most 1/8 of `base` (4.3M), 1/40 of `small` (21M).
     "draft": {"hidden": 80, "layers": 2, "heads": 4, "mlp": 224, "context": 768, "vocab": 4096},
+    # ~1.2M parameters (about half of them the tied embedding): EVMQuest compact scripts on a loaded 2-core
+    # machine (a third of `base`'s compute per token, head dim 32 where `draft` has 20).
+    "mid": {"hidden": 128, "layers": 4, "heads": 4, "mlp": 352, "context": 640, "vocab": 4096},
     "base": {"hidden": 256, "layers": 4, "heads": 8, "mlp": 704, "context": 768, "vocab": 4096},
     "small": {"hidden": 512, "layers": 6, "heads": 8, "mlp": 1408, "context": 1024, "vocab": 4096},
 }
