@@ -269,7 +269,10 @@ def cmd_train_lm(args: argparse.Namespace) -> int:
         minimal_abi=args.minimal_abi,
         compact=args.compact,
     )
-    summary = train_lm(cfg)
+    transform = None
+    if cfg.compact:
+        from lynn.envs.evmquest.compact import compact_reply as transform
+    summary = train_lm(cfg, reply_transform=transform)
     print(
         json.dumps(summary, sort_keys=True)
         if args.json

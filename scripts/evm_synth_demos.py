@@ -2,15 +2,16 @@
 
 ``python scripts/evm_synth_demos.py --seeds 100000:100060 --out DIR`` writes ``DIR/demos.jsonl`` (every
 atomic task unless ``--tasks``), byte-identical to what ``lynn collect Lynn/EVMQuest-v0 --agent oracle``
-records for the same seeds (:func:`lynn.lm.data.synth_evm_demos`).
+records for the same seeds (:func:`lynn.envs.evmquest.demos.synth_evm_demos`).
 """
 
 from __future__ import annotations
 
 import argparse
 
+from lynn.envs.evmquest.demos import synth_evm_demos
 from lynn.envs.evmquest.spec import load_specs
-from lynn.lm.data import synth_evm_demos, write_demos
+from lynn.lm.data import write_demos
 
 
 def main() -> None:

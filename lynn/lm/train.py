@@ -69,8 +69,10 @@ class TrainConfig:
         minimal_abi: train on EVMQuest replies whose ABI JSON is cut to what web3 reads
             (:func:`lynn.lm.prompts.minimal_abi`): the model then writes the short form itself.
         threads: torch threads (default ``LYNN_TORCH_THREADS`` or torch's own).
-        compact: train on EVMQuest replies in the compact script form (:func:`lynn.lm.prompts.compact_script`:
-            ``abi("Contract", "fn")`` instead of inline ABI JSON; the agent's parser expands it back).
+        compact: train on EVMQuest replies in the compact script form
+            (:func:`lynn.envs.evmquest.compact.compact_script`: ``abi("Contract", "fn")`` instead of inline
+            ABI JSON; the agent's parser expands it back). The form reads the env's ABIs, so the caller
+            passes ``train_lm(cfg, reply_transform=compact_reply)`` (``lynn train lm --compact`` does).
     """
 
     data: str
@@ -185,7 +187,7 @@ def _loss_png(history: list[dict[str, Any]], path: Path, title: str) -> None:
     plt.close(fig)
 
 
-def train_lm(cfg: TrainConfig) -> dict[str, Any]:
+def train_lm(cfg: TrainConfig, reply_transform: Any = None) -> dict[str, Any]:
     """Train (or resume) a target or draft model; returns the summary also written to ``lynn_train.json``."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, Trainer, TrainerCallback, TrainingArguments
@@ -214,10 +216,15 @@ def train_lm(cfg: TrainConfig) -> dict[str, Any]:
     if cfg.compact:
         from dataclasses import replace
 
-        from lynn.lm.prompts import EVMQUEST, compact_reply
+        from lynn.lm.prompts import EVMQUEST
 
+        if reply_transform is None:
+            raise ValueError(
+                "compact=True needs reply_transform=lynn.envs.evmquest.compact.compact_reply "
+                "(lynn.lm imports no env module; lynn train lm --compact passes it)"
+            )
         demos = [
-            replace(d, messages=[*d.messages[:-1], compact_reply(d.messages[-1])])
+            replace(d, messages=[*d.messages[:-1], reply_transform(d.messages[-1])])
             if d.env_id == EVMQUEST
             else d
             for d in demos

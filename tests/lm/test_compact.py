@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from lynn.lm.prompts import compact_reply, compact_script, expand_script
+from lynn.envs.evmquest.compact import compact_reply, compact_script, expand_script
 
 
 def _atomic_tasks() -> list[str]:
@@ -18,9 +18,9 @@ def _atomic_tasks() -> list[str]:
 
 def test_compact_form_round_trips_on_every_atomic_oracle_script() -> None:
     """Every atomic task's oracle script (3 seeds each) loses its ABI JSON in the compact form and the
-    parser's expansion gives back the very script the oracle sends."""
+    env's expansion gives back the very script the oracle sends."""
     from lynn.agents.llm.parse import parse_evm_reply
-    from lynn.lm.data import synth_evm_demos
+    from lynn.envs.evmquest.demos import synth_evm_demos
 
     tasks = _atomic_tasks()
     assert len(tasks) >= 60
@@ -36,12 +36,13 @@ def test_compact_form_round_trips_on_every_atomic_oracle_script() -> None:
             assert len(small) < len(plain), d.task_id
         else:
             assert small == d.messages[-1]["content"]
-        assert parse_evm_reply(small) == plain, d.task_id
+        assert expand_script(parse_evm_reply(small)) == plain, d.task_id
     assert shrunk >= 0.7 * 3 * len(tasks) and chars[1] < 0.5 * chars[0]  # the ABI was most of it
 
 
 def test_compact_scripts_run_and_pass_in_the_env() -> None:
-    """Executed: compact replies, parsed as the LM agent parses them, solve atomic and composite tasks."""
+    """Executed: compact replies, parsed as the LM agent parses them and expanded by the env, solve atomic
+    and composite tasks."""
     import gymnasium as gym
 
     import lynn  # noqa: F401
@@ -81,7 +82,8 @@ def test_expansion_leaves_what_it_cannot_resolve() -> None:
 def test_synthetic_demos_equal_the_collected_ones(evm_demos: Path) -> None:
     """A demonstration drawn without a chain equals ``lynn collect``'s for the same task and seed, byte
     for byte (prompt and reply), and held-out seeds are refused."""
-    from lynn.lm.data import read_demos, synth_evm_demos
+    from lynn.envs.evmquest.demos import synth_evm_demos
+    from lynn.lm.data import read_demos
 
     real = [d for d in read_demos(evm_demos) if d.step == 0]
     assert len(real) >= 30

@@ -186,10 +186,10 @@ def _first_violation(row, tokenizer, reply: str) -> str | None:
 def test_copy_literals_never_bans_an_oracle_reply(tokenizer):
     """Every atomic task's oracle reply, compact form (what the model is trained on), 2 seeds: every
     token allowed under the constraint built from its own prompt — and the replies do quote numbers."""
+    from lynn.envs.evmquest.compact import compact_reply
+    from lynn.envs.evmquest.demos import synth_evm_demos
     from lynn.envs.evmquest.spec import load_specs
     from lynn.lm.constraints import LiteralCopyConstraint
-    from lynn.lm.data import synth_evm_demos
-    from lynn.lm.prompts import compact_reply
 
     c = LiteralCopyConstraint(tokenizer)
     tasks = sorted(t for t, s in load_specs().items() if s.split == "atomic")

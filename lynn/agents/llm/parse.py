@@ -12,16 +12,15 @@ _CALL = re.compile(r"^\s*(?:`)?(?P<call>[a-z_]+\(.*\))(?:`)?\s*$", re.M)
 def parse_evm_reply(text: str) -> str:
     """EVMQuest: the first fenced Python block (an unclosed fence runs to the end), or a JSON control
     message such as ``{"done": true}`` as is; otherwise the raw text. A compact-form script's
-    ``abi("Contract", "fn", ...)`` references are expanded (:func:`lynn.lm.prompts.expand_script`)."""
+    ``abi("Contract", "fn", ...)`` references are left for the env to expand
+    (:mod:`lynn.envs.evmquest.compact`)."""
     stripped = text.strip()
     if stripped.startswith("{"):
         return stripped
     m = _FENCE.search(text)
     if not m:
         return text
-    from lynn.lm.prompts import expand_script  # compact-form abi("Contract", "fn") -> the published ABI
-
-    return expand_script(m.group("code").strip("\n"))
+    return m.group("code").strip("\n")
 
 
 def parse_web_reply(text: str) -> str:

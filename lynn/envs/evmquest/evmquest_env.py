@@ -68,6 +68,9 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
     (``to``, ``data``, ``value``; optional ``gas`` and fee fields) or ``{"query_result": value}``.
     It runs in a contained sandbox worker and reaches the chain only through a read-only
     JSON-RPC proxy (``eth_signTypedData_v4`` is signed by the env for the agent's own address).
+    A Python script may write ``abi("<Contract>", "<fn>", ...)`` for those functions of one of the env's
+    published contract ABIs (the compact form, :mod:`lynn.envs.evmquest.compact`); the env expands it
+    to the ``json.loads('<ABI JSON>')`` literal before running the script.
     ``action_mode="tx"``: the same as JSON — ``{"to", "data", "value"}``, ``{"contract",
     "function", "args", "value"}``, or ``{"query_result": ...}``. In both modes ``{"done": true}``
     ends a composite task. ``action_mode="skill"``: ``Discrete(n)`` over the parameterised skills
@@ -405,6 +408,10 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
             return None, 'tx action must be a JSON object such as {"to": ..., "data": ..., "value": ...}', {}
         if not stripped:
             return None, "empty script", {}
+        if self.script_language == "python" and "abi(" in action:
+            from lynn.envs.evmquest.compact import expand_script
+
+            action = expand_script(action)  # the compact form's abi("Contract", "fn") -> its published ABI
         result = self._ensure_sandbox().run(
             action, self.agent_address, self.world.contracts, self._handle_rpc
         )
