@@ -268,6 +268,8 @@ def cmd_train_lm(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         minimal_abi=args.minimal_abi,
         compact=args.compact,
+        choice_loss=args.choice_loss,
+        choice_negatives=args.choice_negatives,
     )
     transform = None
     if cfg.compact:
@@ -579,6 +581,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="EVMQuest: train on replies with the ABI JSON cut to what web3 reads",
     )
     lm.add_argument("--compact", action="store_true", help="EVMQuest: compact-form scripts (abi(...))")
+    lm.add_argument(
+        "--choice-loss",
+        type=float,
+        default=0.0,
+        help="weight of the multiple-choice loss over demos' extra['negatives'] (LiveWeb candidates)",
+    )
+    lm.add_argument("--choice-negatives", type=int, default=4, help="wrong replies per demo in that loss")
     lm.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --out")
     lm.add_argument("--json", action="store_true")
     lm.add_argument("--no-progress", action="store_true")

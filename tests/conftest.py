@@ -84,7 +84,12 @@ def _descendants(pid: int) -> list[tuple[int, str]]:
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    """Fail the run if any process the suite started (browser, node, server, worker) outlived it."""
+    """Fail the run if any process the suite started (browser, node, server, worker) outlived it.
+
+    Under pytest-xdist every worker is a session of its own and checks its own children; the controller's
+    children are the workers themselves, so it does not look."""
+    if session.config.pluginmanager.hasplugin("dsession"):
+        return
     import multiprocessing.forkserver
     import multiprocessing.resource_tracker
     import time

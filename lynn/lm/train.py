@@ -73,6 +73,14 @@ class TrainConfig:
             (:func:`lynn.envs.evmquest.compact.compact_script`: ``abi("Contract", "fn")`` instead of inline
             ABI JSON; the agent's parser expands it back). The form reads the env's ABIs, so the caller
             passes ``train_lm(cfg, reply_transform=compact_reply)`` (``lynn train lm --compact`` does).
+        choice_loss: weight of the multiple-choice loss (0: plain next-token loss). A demonstration whose
+            ``extra["negatives"]`` lists wrong replies at that step (LiveWeb's candidate actions, see
+            :mod:`lynn.lm.web_candidates`) adds the cross-entropy of the expert's reply among itself and
+            ``choice_negatives`` of them, each scored by its summed log-likelihood: the very score the policy
+            takes the best candidate by, so training fits the decision the agent makes, not only the reply's
+            tokens (a model trained on the tokens alone learns that short replies are likely and answers
+            before it has navigated). Negatives are taken in the listed order (hardest first when mined).
+        choice_negatives: wrong replies per demonstration in the multiple-choice loss.
     """
 
     data: str
@@ -95,6 +103,8 @@ class TrainConfig:
     threads: int | None = None
     minimal_abi: bool = False
     compact: bool = False
+    choice_loss: float = 0.0
+    choice_negatives: int = 4
 
 
 def model_config(size: str, vocab_size: int, tokenizer: Any) -> Any:
@@ -120,12 +130,36 @@ def model_config(size: str, vocab_size: int, tokenizer: Any) -> Any:
 
 
 class _Collator:
-    """Right-pads ``input_ids``/``labels`` of a batch (training pads right; generation pads left)."""
+    """Right-pads ``input_ids``/``labels`` of a batch (training pads right; generation pads left).
+
+    Examples with ``choices`` (the multiple-choice loss) add their wrong replies as extra rows after the
+    batch's own rows; ``choice_groups`` holds, per example with choices, its own row and its negatives' rows.
+    """
 
     def __init__(self, pad_id: int) -> None:
         self.pad_id = pad_id
 
-    def __call__(self, batch: list[dict[str, list[int]]]) -> dict[str, Any]:
+    def __call__(self, batch: list[dict[str, Any]]) -> dict[str, Any]:
+        import torch
+
+        if any(b.get("choices") for b in batch):
+            rows = [{"input_ids": b["input_ids"], "labels": b["labels"]} for b in batch]
+            groups = []
+            for i, b in enumerate(batch):
+                if b.get("choices"):
+                    g = [i]
+                    for c in b["choices"]:
+                        g.append(len(rows))
+                        rows.append(c)
+                    groups.append(g)
+            out = self._pad(rows)
+            width = max(len(g) for g in groups)
+            out["choice_groups"] = torch.tensor([g + [-1] * (width - len(g)) for g in groups])
+            out["n_own"] = torch.tensor(len(batch))
+            return out
+        return self._pad(batch)
+
+    def _pad(self, batch: list[dict[str, Any]]) -> dict[str, Any]:
         import torch
 
         n = max(len(b["input_ids"]) for b in batch)
@@ -138,6 +172,58 @@ class _Collator:
             labels[i, :k] = torch.tensor(b["labels"])
             mask[i, :k] = 1
         return {"input_ids": ids, "labels": labels, "attention_mask": mask}
+
+
+def _choice_rows(
+    tokenizer: Any, messages: list[dict[str, str]], negatives: list[str], ex: dict[str, list[int]]
+) -> list[dict[str, list[int]]]:
+    """Wrong replies as rows with the example's (possibly cut) prompt, labels on the reply only."""
+    from lynn.lm.tokenizer import encode_chat
+
+    n_prompt = next(i for i, x in enumerate(ex["labels"]) if x != -100)
+    prompt = ex["input_ids"][:n_prompt]
+    head = encode_chat(tokenizer, messages[:-1], add_generation_prompt=True)
+    rows = []
+    for neg in negatives:
+        full = encode_chat(
+            tokenizer, [*messages[:-1], {"role": "assistant", "content": neg}], add_generation_prompt=False
+        )
+        reply = full[len(head) :]
+        rows.append({"input_ids": prompt + reply, "labels": [-100] * len(prompt) + reply})
+    return rows
+
+
+def _choice_trainer(base: Any, weight: float) -> Any:
+    """A ``Trainer`` subclass whose loss is the next-token loss on the batch's own rows plus ``weight`` times
+    the multiple-choice cross-entropy of each group (expert reply first) over summed reply log-likelihoods."""
+    import torch
+
+    class ChoiceTrainer(base):
+        def compute_loss(
+            self, model: Any, inputs: dict[str, Any], return_outputs: bool = False, **kw: Any
+        ) -> Any:
+            groups = inputs.pop("choice_groups", None)
+            n_own = inputs.pop("n_own", None)
+            if groups is None:
+                return super().compute_loss(model, inputs, return_outputs=return_outputs, **kw)
+            labels = inputs.pop("labels")
+            out = model(**inputs)
+            logp = torch.log_softmax(out.logits[:, :-1].float(), -1)
+            tgt = labels[:, 1:]
+            mask = tgt != -100
+            tok = logp.gather(-1, tgt.clamp(min=0).unsqueeze(-1)).squeeze(-1) * mask
+            own = int(n_own)
+            nll = -tok[:own].sum() / mask[:own].sum().clamp(min=1)
+            seq = tok.sum(-1)
+            valid = groups >= 0
+            scores = torch.where(
+                valid, seq[groups.clamp(min=0)], torch.full_like(seq[groups.clamp(min=0)], -1e9)
+            )
+            choice = torch.nn.functional.cross_entropy(scores, torch.zeros(len(groups), dtype=torch.long))
+            loss = nll + weight * choice
+            return (loss, out) if return_outputs else loss
+
+    return ChoiceTrainer
 
 
 def _distill_replies(teacher_dir: str, demos: list[Any], context: int, progress: bool) -> list[Any]:
@@ -265,10 +351,16 @@ def train_lm(cfg: TrainConfig, reply_transform: Any = None) -> dict[str, Any]:
 
     examples, dropped = [], 0
     for d in demos:
-        ex = encode_example(tokenizer, _fit(tokenizer, d, context), context)
+        msgs = _fit(tokenizer, d, context)
+        ex = encode_example(tokenizer, msgs, context)
         if ex is None:
             dropped += 1
         else:
+            negs = [n for n in d.extra.get("negatives", []) if n != msgs[-1]["content"]][
+                : cfg.choice_negatives
+            ]
+            if cfg.choice_loss > 0 and negs:
+                ex["choices"] = _choice_rows(tokenizer, msgs, negs, ex)
             examples.append(ex)
     if not examples:
         raise ValueError(
@@ -333,7 +425,7 @@ def train_lm(cfg: TrainConfig, reply_transform: Any = None) -> dict[str, Any]:
         remove_unused_columns=False,
         train_sampling_strategy="group_by_length",  # batches of similar length: padding to a long axtree costs 5x a short script
     )
-    trainer = Trainer(
+    trainer = (_choice_trainer(Trainer, cfg.choice_loss) if cfg.choice_loss > 0 else Trainer)(
         model=model,
         args=args,
         train_dataset=examples,

@@ -312,8 +312,19 @@ def episode_steps(transitions: Sequence[dict[str, Any]]) -> list[dict[str, Any]]
     return out
 
 
-def ranked_demos(steps: Sequence[dict[str, Any]], fmt: WebFormat, source: str = "expert") -> list[Any]:
-    """Chat demonstrations in the ranked format (one per step whose reply the candidate set holds)."""
+def ranked_demos(
+    steps: Sequence[dict[str, Any]],
+    fmt: WebFormat,
+    source: str = "expert",
+    negatives: int = 0,
+    miner: tuple[Any, Any] | None = None,
+) -> list[Any]:
+    """Chat demonstrations in the ranked format (one per step whose reply the candidate set holds).
+
+    ``negatives > 0`` stores that many of the step's other candidate replies in ``extra["negatives"]`` (for
+    ``lynn train lm --choice-loss``): the ones ``miner`` (a ``(model, tokenizer)`` pair) scores highest —
+    the mistakes that model would make — or, without a miner, a seeded random draw.
+    """
     from lynn.lm.data import Demo
 
     ranker = fmt.make_ranker()
@@ -321,12 +332,32 @@ def ranked_demos(steps: Sequence[dict[str, Any]], fmt: WebFormat, source: str = 
     for st in steps:
         if st["reply"] is None:
             continue
+        page = parse_page(str(st["obs"].get("axtree", "")))
         units = top_units(st["obs"], st["replies"], fmt, ranker)
         msgs = render_ranked(st["obs"], st["replies"], fmt, units)
+        extra: dict[str, Any] = {}
+        if negatives > 0:
+            wrong = [r for r, _ in candidates(st["obs"], units, fmt, page) if r != st["reply"]]
+            if miner is not None and wrong:
+                sc = score_replies(miner[0], miner[1], msgs, wrong, fmt.norm if fmt.norm != "pmi" else "sum")
+                wrong = [wrong[i] for i in sorted(range(len(wrong)), key=lambda i: -sc[i])]
+            else:
+                import random
+
+                random.Random(f"{st['task_id']}/{st['seed']}/{st['step']}").shuffle(wrong)
+            extra["negatives"] = wrong[:negatives]
         msgs.append({"role": "assistant", "content": st["reply"]})
         out.append(
             Demo(
-                msgs, "Lynn/LiveWeb-v0", st["task_id"], int(st["seed"]), st["split"], st["step"], source, True
+                msgs,
+                "Lynn/LiveWeb-v0",
+                st["task_id"],
+                int(st["seed"]),
+                st["split"],
+                st["step"],
+                source,
+                True,
+                extra,
             )
         )
     return out
@@ -450,6 +481,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--data", required=True, help="folder for demos.jsonl")
     ap.add_argument("--model", required=True, help="model folder that receives lynn_web.json")
     ap.add_argument("--k", type=int, default=20)
+    ap.add_argument(
+        "--negatives", type=int, default=0, help="wrong candidate replies kept per demo (--choice-loss)"
+    )
+    ap.add_argument("--mine", help="model folder whose highest-scored wrong candidates are the negatives")
+    ap.add_argument("--format", help="reuse this lynn_web.json (ranker, constants) instead of fitting one")
     args = ap.parse_args(argv)
     rows: list[dict[str, Any]] = []
     for t in args.transitions:
@@ -462,8 +498,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise SystemExit(
             f"{bad[0]['task_id']} is a {bad[0]['split']} instance: training data holds train instances only"
         )
-    fmt = learn_format(steps, k=args.k)
-    demos = ranked_demos(steps, fmt)
+    if args.format:
+        fmt = WebFormat(**json.loads(Path(args.format).read_text()))
+    else:
+        fmt = learn_format(steps, k=args.k)
+    miner = None
+    if args.mine:
+        from lynn.lm.backends import TransformersGenerator
+
+        gen = TransformersGenerator(args.mine, threads=1)
+        miner = (gen.model, gen.tokenizer)
+    demos = ranked_demos(steps, fmt, negatives=args.negatives, miner=miner)
     Path(args.data).mkdir(parents=True, exist_ok=True)
     write_demos(Path(args.data) / "demos.jsonl", demos, append=False)
     Path(args.model).mkdir(parents=True, exist_ok=True)

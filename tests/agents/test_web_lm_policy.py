@@ -142,3 +142,55 @@ def test_multi_part_answers_are_page_spans(tiny: Path) -> None:
     assert reply.startswith("answer ")
     assert any(r == reply for r, _ in [(reply, action)])
     assert candidates(obs, units, fmt)  # the candidate set itself is not empty
+
+
+def _demo_steps(fmt_steps: list[dict]) -> list[dict]:
+    from lynn.lm.web_candidates import reply_for
+
+    out = []
+    for s in fmt_steps:
+        obs = {**_obs(s), "goal": s["goal"]}
+        out.append({**s, "obs": obs, "reply": reply_for(s["action"], obs)})
+    return [s for s in out if s["reply"]]
+
+
+def test_mined_negatives_are_the_miners_best_scored_wrong_candidates(tiny: Path) -> None:
+    """``ranked_demos(negatives=n, miner=...)`` keeps, per step, the n wrong candidate replies the miner scores
+    highest (the mistakes it would make), never the expert's own reply; without a miner a seeded draw."""
+    from lynn.lm.backends import TransformersGenerator
+    from lynn.lm.web_candidates import WebFormat, ranked_demos, render_ranked
+
+    gen = TransformersGenerator(tiny, threads=1)
+    fmt = WebFormat(**json.loads((tiny / "lynn_web.json").read_text()))
+    steps = _demo_steps([s for s in STEPS if s["split"] == "train"][:6])
+    mined = ranked_demos(steps, fmt, negatives=3, miner=(gen.model, gen.tokenizer))
+    drawn = ranked_demos(steps, fmt, negatives=3)
+    assert len(mined) == len(steps) and ranked_demos(steps, fmt, negatives=3)[0].extra == drawn[0].extra
+    for st, d in zip(steps, mined, strict=True):
+        units = top_units(st["obs"], st["replies"], fmt)
+        wrong = [r for r, _ in candidates(st["obs"], units, fmt) if r != st["reply"]]
+        negs = d.extra["negatives"]
+        assert len(negs) == 3 and st["reply"] not in negs and set(negs) <= set(wrong)
+        msgs = render_ranked(st["obs"], st["replies"], fmt, units)
+        sc = dict(zip(wrong, score_replies(gen.model, gen.tokenizer, msgs, wrong), strict=True))
+        assert min(sc[n] for n in negs) >= max(sc[w] for w in wrong if w not in negs) - 1e-4
+    assert any(a.extra != b.extra for a, b in zip(mined, drawn, strict=True))
+
+
+def test_a_dagger_round_labels_the_learners_own_states_on_train_instances(tiny: Path, tmp_path: Path) -> None:
+    """``python -m lynn.lm.web_dagger`` rolls the model out on train instances only and records, at each state
+    it visited, the expert's label beside the action the learner executed."""
+    from lynn.lm.web_dagger import main, read_records
+
+    out = tmp_path / "round1.jsonl"
+    assert main(["--model", str(tiny), "--out", str(out), "--limit", "2", "--max-steps", "2"]) == 0
+    recs = read_records(out)
+    assert recs and {r["split"] for r in recs} == {"train"} and len({r["task_id"] for r in recs}) == 2
+    for r in recs:
+        assert r["action"] and r["executed"] and r["source"] == "dagger"
+        parse_action(r["action"])
+    assert [r["history"] for r in recs if r["step"] == 1] == [
+        [r["executed"]]
+        for r in recs
+        if r["step"] == 0 and any(x["episode"] == r["episode"] and x["step"] == 1 for x in recs)
+    ]

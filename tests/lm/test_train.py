@@ -159,3 +159,84 @@ def test_epochs_resolve_to_steps(evm_demos: Path, tmp_path: Path) -> None:
         )
     )
     assert s["planned_steps"] == s["steps"] == math.ceil(math.ceil(s["examples"] / 4) * 0.5)
+
+
+def _choice_demos(path: Path) -> None:
+    """Demos where the expert's reply is a long copy of the goal's name on two of three prompts and the short,
+    frequent ``answer "done"`` on the third: the likely-but-wrong short reply is every long step's negative."""
+    import random
+
+    from lynn.lm.data import Demo, write_demos
+
+    rng = random.Random(0)
+    words = ["alpha", "bravo", "cobalt", "delta", "ember", "fjord", "garnet", "harbor", "indigo", "juniper"]
+    demos = []
+    for i in range(96):
+        name = " ".join(rng.sample(words, 3))
+        other = " ".join(rng.sample(words, 3))
+        finish = i % 3 == 0
+        goal = "finish now" if finish else f"open {name}"
+        reply = 'answer "done"' if finish else f'click link "{name}"'
+        wrong = [f'click link "{name}"'] if finish else ['answer "done"', f'click link "{other}"']
+        user = f'Goal: {goal}\nElements:\nlink "{name}"\nlink "{other}"'
+        demos.append(
+            Demo(
+                [
+                    {"role": "system", "content": "web"},
+                    {"role": "user", "content": user},
+                    {"role": "assistant", "content": reply},
+                ],
+                "Lynn/LiveWeb-v0",
+                f"t{i}",
+                0,
+                "train",
+                0,
+                "expert",
+                True,
+                {"negatives": wrong},
+            )
+        )
+    write_demos(path / "demos.jsonl", demos, append=False)
+
+
+def _choice_accuracy(model_dir: Path, data: Path) -> float:
+    from lynn.lm.backends import TransformersGenerator
+    from lynn.lm.data import read_demos
+    from lynn.lm.web_candidates import score_replies
+
+    gen = TransformersGenerator(model_dir, threads=1)
+    hits = []
+    for d in read_demos(data):
+        replies = [d.messages[-1]["content"], *d.extra["negatives"]]
+        sc = score_replies(gen.model, gen.tokenizer, d.messages[:-1], replies)
+        hits.append(max(range(len(sc)), key=sc.__getitem__) == 0)
+    return sum(hits) / len(hits)
+
+
+def test_choice_loss_fits_the_decision_the_policy_takes(tmp_path: Path) -> None:
+    """With ``choice_loss`` the expert's reply outscores the listed wrong replies (the policy's argmax rule) on
+    nearly every step; the token loss alone, same seed and steps, prefers the short frequent reply more often."""
+    _choice_demos(tmp_path)
+
+    def run(out: str, weight: float) -> dict:
+        return train_lm(
+            TrainConfig(
+                data=str(tmp_path / "demos.jsonl"),
+                out=str(tmp_path / out),
+                size="tiny",
+                steps=60,
+                batch_size=8,
+                lr=3e-3,
+                progress=False,
+                threads=1,
+                choice_loss=weight,
+                choice_negatives=2,
+            )
+        )
+
+    plain, choice = run("plain", 0.0), run("choice", 1.0)
+    assert plain["steps"] == choice["steps"] == 60
+    acc_plain = _choice_accuracy(tmp_path / "plain", tmp_path / "demos.jsonl")
+    acc_choice = _choice_accuracy(tmp_path / "choice", tmp_path / "demos.jsonl")
+    assert acc_choice >= 0.9, (acc_plain, acc_choice)
+    assert acc_choice > acc_plain, (acc_plain, acc_choice)

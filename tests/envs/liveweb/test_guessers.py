@@ -114,3 +114,29 @@ def test_generator_refuses_a_url_that_does_not_answer(reader: PageReader) -> Non
     )
     task["eval"]["reference_url"] = "__SHOP__/product/1"
     assert passes_unearned(task, _dbs(), reader) is None
+
+
+def test_a_salted_draw_gives_other_instances_and_never_a_bundled_one(reader: PageReader) -> None:
+    """``generate(salt=...)`` draws other instances of the templates (more train data, or new instances for a
+    held-out check): none equals a bundled instance of its template, each is labelled with the asked split and
+    its id names the salt, and the unsalted draw is the bundled bank itself."""
+    import json
+
+    from lynn.envs.liveweb.tasks.generate import generate
+
+    keys = {"product_price", "my_orders_page"}
+    bundled = [t for t in load_tasks() if t["task_id"].split(".")[1] in keys]
+    same = generate(pristine_dir(), reader, keys=keys)
+    assert [(t["task_id"], t["intent"], t["split"]) for t in same] == [
+        (t["task_id"], t["intent"], t["split"]) for t in bundled
+    ]
+
+    def ident(t: dict) -> str:
+        return json.dumps(
+            [t["intent_template_id"], t["instantiation_dict"], t.get("login") or None], sort_keys=True
+        )
+
+    drawn = generate(pristine_dir(), reader, salt="aug-test", exclude=load_tasks(), split="train", keys=keys)
+    assert drawn and all(t["split"] == "train" and t["task_id"].endswith("@aug-test") for t in drawn)
+    assert not {ident(t) for t in drawn} & {ident(t) for t in bundled}
+    assert len({ident(t) for t in drawn}) == len(drawn)

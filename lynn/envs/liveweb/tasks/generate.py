@@ -1698,8 +1698,22 @@ def guess_pass_counts(tasks: list[Task], reader: PageReader) -> dict[str, dict[s
     return out
 
 
-def generate(data_dir: Path, reader: PageReader | None = None) -> list[Task]:
+def generate(
+    data_dir: Path,
+    reader: PageReader | None = None,
+    salt: str = "",
+    exclude: list[Task] | None = None,
+    split: str | None = None,
+    keys: set[str] | None = None,
+) -> list[Task]:
     """Every task instance, in template order.
+
+    ``salt`` draws other instances of the same templates (``""`` is the bundled bank): more train instances
+    for an agent's demonstrations, or new instances no one has looked at for a held-out check. Instances
+    equal to one of ``exclude``'s (same template, same instantiation and login) are not drawn again, so a
+    salted draw never repeats a bundled test instance; ``split`` labels every drawn instance with that split
+    instead of every 4th to the test split, and salted task ids end in ``@salt``. ``keys`` draws only those
+    templates (and skips the whole-bank guess check, which is a property of a full draw).
 
     An instance that would pass unearned or is broken (:func:`passes_unearned`) is dropped and the
     template drawn again with another seed until it has as many as its first draw (``PER_TEMPLATE`` for
@@ -1711,20 +1725,26 @@ def generate(data_dir: Path, reader: PageReader | None = None) -> list[Task]:
         from lynn.envs.liveweb.sites.server import SiteServer
 
         with SiteServer() as server:
-            return generate(data_dir, PageReader(server.urls))
+            return generate(data_dir, PageReader(server.urls), salt, exclude, split, keys)
     dbs = {"shop": data_dir / "shop.db", "forum": data_dir / "forum.db", "admin": data_dir / "shop.db"}
     tasks: list[Task] = []
     for tid, (site, kind, key, intent, fn) in enumerate(TEMPLATES):
+        if keys is not None and key not in keys:
+            continue
         con = sqlite3.connect(f"file:{dbs[site]}?mode=ro", uri=True)
         con.row_factory = sqlite3.Row
         kept: list[tuple[dict, Task]] = []
-        seen: set[str] = set()
+        seen: set[str] = {
+            json.dumps([t["instantiation_dict"], t.get("login") or None], sort_keys=True)
+            for t in exclude or []
+            if t.get("intent_template_id") == tid
+        }
         hit: set[str] = set()  # start-page texts that pass a kept instance
         target = sum(1 for _ in fn(con, random.Random(f"{key}-{tid}")))  # a few templates have fewer than 8
         for attempt in range(100):
             if len(kept) >= target:
                 break
-            rng = random.Random(f"{key}-{tid}" + (f"-{attempt}" if attempt else ""))
+            rng = random.Random(f"{key}-{tid}{salt}" + (f"-{attempt}" if attempt else ""))
             for inst, extra in fn(con, rng):
                 ident = json.dumps([inst, extra.get("login")], sort_keys=True)
                 probe = {"sites": [site], "start_url": f"__{site.upper()}__/", **extra}
@@ -1738,13 +1758,13 @@ def generate(data_dir: Path, reader: PageReader | None = None) -> list[Task]:
                 kept.append((inst, extra))
                 if len(kept) >= target:
                     break
-        if len(kept) < max(1, target // 2):  # the seed data has too few sound instances
+        if len(kept) < max(1, target // 2) and not salt:  # the seed data has too few sound instances
             raise RuntimeError(f"template {key}: only {len(kept)} sound instances")
         for i, (inst, extra) in enumerate(kept):
             login = extra.pop("login", None)
             task = {
                 "sites": [site],
-                "task_id": f"{site}.{key}.{i}",
+                "task_id": f"{site}.{key}.{i}" + (f"@{salt}" if salt else ""),
                 "require_login": bool(login),
                 "login": login or {},
                 "storage_state": None,
@@ -1756,11 +1776,13 @@ def generate(data_dir: Path, reader: PageReader | None = None) -> list[Task]:
                 "require_reset": kind == "modify",
                 "intent_template_id": tid,
                 "kind": kind,
-                "split": "test" if i % TEST_EVERY == TEST_EVERY - 1 else "train",
+                "split": split or ("test" if i % TEST_EVERY == TEST_EVERY - 1 else "train"),
                 **extra,
             }
             tasks.append(task)
         con.close()
+    if keys is not None:
+        return tasks
     counts = guess_pass_counts(tasks, reader)
     for split, by_guess in counts.items():
         n = sum(1 for t in tasks if t["split"] == split)
@@ -1770,15 +1792,29 @@ def generate(data_dir: Path, reader: PageReader | None = None) -> list[Task]:
     return tasks
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """``python -m lynn.envs.liveweb.tasks.generate`` rewrites the bundled bank; ``--salt S --split train
+    --out FILE`` writes other instances of the templates (none equal to a bundled instance) to FILE, for
+    ``gym.make("Lynn/LiveWeb-v0", tasks=FILE)``."""
+    import argparse
+
     from lynn.envs.liveweb.sites.server import pristine_dir
 
-    tasks = generate(pristine_dir())
-    OUT.write_text(json.dumps(tasks, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    ap = argparse.ArgumentParser(prog="python -m lynn.envs.liveweb.tasks.generate", description=main.__doc__)
+    ap.add_argument("--salt", default="", help="draw other instances of the templates")
+    ap.add_argument("--split", choices=("train", "test"), help="label every drawn instance with this split")
+    ap.add_argument("--out", help="output file (default: the bundled bank)")
+    args = ap.parse_args(argv)
+    if args.salt and not args.out:
+        raise SystemExit("--salt writes other instances: pass --out FILE (the bundled bank is unsalted)")
+    bundled = json.loads(OUT.read_text(encoding="utf-8")) if args.salt else None
+    out = Path(args.out) if args.out else OUT
+    tasks = generate(pristine_dir(), salt=args.salt, exclude=bundled, split=args.split)
+    out.write_text(json.dumps(tasks, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     kinds: dict[str, int] = {}
     for t in tasks:
         kinds[f"{t['sites'][0]}/{t['kind']}"] = kinds.get(f"{t['sites'][0]}/{t['kind']}", 0) + 1
-    print(f"{len(TEMPLATES)} templates, {len(tasks)} tasks -> {OUT}: {kinds}")
+    print(f"{len(TEMPLATES)} templates, {len(tasks)} tasks -> {out}: {kinds}")
 
 
 if __name__ == "__main__":
