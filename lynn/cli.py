@@ -270,6 +270,7 @@ def cmd_train_lm(args: argparse.Namespace) -> int:
         compact=args.compact,
         choice_loss=args.choice_loss,
         choice_negatives=args.choice_negatives,
+        slots=args.slots,
     )
     transform = None
     if cfg.compact:
@@ -588,6 +589,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="weight of the multiple-choice loss over demos' extra['negatives'] (LiveWeb candidates)",
     )
     lm.add_argument("--choice-negatives", type=int, default=4, help="wrong replies per demo in that loss")
+    lm.add_argument(
+        "--slots", action="store_true", help="EVMQuest: task-line literals as @A1/@N1 slots (lynn.lm.slots)"
+    )
     lm.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --out")
     lm.add_argument("--json", action="store_true")
     lm.add_argument("--no-progress", action="store_true")

@@ -81,6 +81,9 @@ class TrainConfig:
             tokens (a model trained on the tokens alone learns that short replies are likely and answers
             before it has navigated). Negatives are taken in the listed order (hardest first when mined).
         choice_negatives: wrong replies per demonstration in the multiple-choice loss.
+        slots: EVMQuest literal slots (:mod:`lynn.lm.slots`): the task line's literals are masked in prompt
+            and reply, so the model writes ``@A1`` where it would copy 40 hex digits; recorded in the summary,
+            which is how :class:`lynn.agents.llm.LMPolicy` knows to mask and unmask at act time.
     """
 
     data: str
@@ -105,6 +108,7 @@ class TrainConfig:
     compact: bool = False
     choice_loss: float = 0.0
     choice_negatives: int = 4
+    slots: bool = False
 
 
 def model_config(size: str, vocab_size: int, tokenizer: Any) -> Any:
@@ -314,6 +318,15 @@ def train_lm(cfg: TrainConfig, reply_transform: Any = None) -> dict[str, Any]:
             if d.env_id == EVMQUEST
             else d
             for d in demos
+        ]
+    if cfg.slots:
+        from dataclasses import replace
+
+        from lynn.lm.prompts import EVMQUEST
+        from lynn.lm.slots import mask_messages
+
+        demos = [
+            replace(d, messages=mask_messages(d.messages)[0]) if d.env_id == EVMQUEST else d for d in demos
         ]
     if cfg.minimal_abi:
         from dataclasses import replace

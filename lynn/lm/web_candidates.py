@@ -89,7 +89,8 @@ def goal_literals(goal: str) -> list[str]:
         out.append(m.group(1))
     for m in re.finditer(r"\b[A-Z][\w'&.-]*(?:\s+(?:&\s+)?[A-Z0-9][\w'&.-]*)*", goal):
         out.append(m.group(0).rstrip(".,?"))
-    for m in re.finditer(r"[\w.+-]+@[\w.-]+\.\w+|#?\$?\b\w*\d[\w.,:/-]*", goal):
+    # Words with digits keep their hyphenated head: the SKU "SP-1095", not "1095".
+    for m in re.finditer(r"[\w.+-]+@[\w.-]+\.\w+|#?\$?\b[\w-]*\d[\w.,:/-]*", goal):
         out.append(m.group(0).rstrip(".,?").lstrip("#"))
     # A run after "to"/"as" up to the end of a clause ("Change my address to 5 Rue Verte, Denver.").
     for m in re.finditer(r"\b(?:to|as|titled|named|called)\s+([^.?!“”]+?)[.?!]?$", goal):

@@ -146,6 +146,7 @@ def test_goal_literals_and_answer_spans() -> None:
         "What is the price of the Halcyon Smart Notebook in the shop?"
     )
     assert "30" in goal_literals("cost at most $30, and which")
+    assert "SP-1095" in goal_literals("Open the admin edit page of the product with SKU SP-1095.")
     page = parse_page('[e1] main:\n  [e2] paragraph: "Price: $11.64"\n  [e3] article "Review by Ana Lee"')
     spans = answer_spans(page)
     assert "$11.64" in spans and "Ana Lee" in spans

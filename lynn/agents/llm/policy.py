@@ -54,6 +54,9 @@ class LMPolicy(Agent):
             small models, reported beside the unconstrained figures.
         generator: an already built :class:`lynn.lm.backends.Generator` (shared between agents).
         env_id: the env id when ``env`` is not given (vector envs).
+        slots: EVMQuest literal slots (:mod:`lynn.lm.slots`): the task line's addresses and amounts are shown
+            as ``@A1``/``@N1`` and the reply's slot names are put back before the script is sent. Default: as
+            the model was trained (``lynn train lm --slots`` records it in ``lynn_train.json``).
     """
 
     name = "lm"
@@ -78,6 +81,7 @@ class LMPolicy(Agent):
         threads: int | None = None,
         constraint: str | None = None,
         web_prompt: str | None = None,
+        slots: bool | None = None,
     ) -> None:
         super().__init__(env)
         spec_id = env.spec.id if env is not None and env.spec is not None else None
@@ -117,6 +121,7 @@ class LMPolicy(Agent):
         self.context = context or self._context(model)
         self.chooser: Any = None
         self.web_prompt = self._web_prompt(web_prompt, model)
+        self.slots = self._slots(slots, model)
         self.replies: list[list[str]] = []
         self.seed: int | None = None
         self.calls = 0
@@ -128,6 +133,15 @@ class LMPolicy(Agent):
         if model and (Path(model) / "lynn_train.json").exists():
             return int(json.loads((Path(model) / "lynn_train.json").read_text())["context"])
         return getattr(self.generator, "context", None)
+
+    def _slots(self, slots: bool | None, model: str | None) -> bool:
+        """EVMQuest literal slots (:mod:`lynn.lm.slots`): on when asked, or when the model was trained with them."""
+        if slots is not None:
+            return bool(slots) and self.env_id == EVMQUEST
+        summary = Path(model) / "lynn_train.json" if model else None
+        if self.env_id != EVMQUEST or summary is None or not summary.exists():
+            return False
+        return bool(json.loads(summary.read_text()).get("config", {}).get("slots"))
 
     def _web_prompt(self, web_prompt: str | None, model: str | None) -> str | None:
         if self.env_id not in WEB_IDS:
@@ -177,6 +191,11 @@ class LMPolicy(Agent):
         if self.chooser is not None:
             return self._choose_batch(obs_list)
         prompts = [self.messages(o) for o in obs_list]
+        maps: list[dict[str, str]] = [{} for _ in prompts]
+        if self.slots:
+            from lynn.lm.slots import mask_messages
+
+            prompts, maps = (list(x) for x in zip(*(mask_messages(p) for p in prompts), strict=True))
         seed = None if self.seed is None else (self.seed + self.calls) % (2**31)
         self.calls += 1
         gens = self.generator.generate(
@@ -186,6 +205,10 @@ class LMPolicy(Agent):
         for g in gens:
             self.prompt_tokens += g.prompt_tokens
             self.completion_tokens += g.completion_tokens
+        if self.slots:
+            from lynn.lm.slots import unmask
+
+            return [self.parse(unmask(g.text, m)) for g, m in zip(gens, maps, strict=True)]
         return [self.parse(g.text) for g in gens]
 
     def _choose_batch(self, obs_list: list[Any]) -> list[str]:
