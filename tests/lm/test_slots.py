@@ -70,3 +70,20 @@ def test_the_policy_masks_as_its_model_was_trained(tiny_lm: Path, tmp_path: Path
     (slotted / "lynn_train.json").write_text(json.dumps(summary))
     assert LMPolicy(env_id="Lynn/EVMQuest-v0", model=str(slotted), threads=1).slots is True
     assert LMPolicy(env_id="Lynn/EVMQuest-v0", model=str(slotted), threads=1, slots=False).slots is False
+
+
+def test_the_policy_decodes_as_its_card_was_measured(tiny_lm: Path, tmp_path: Path) -> None:
+    """A model folder's ``lynn_decode.json`` sets the default constraint; an explicit argument overrides it."""
+    import shutil
+
+    from lynn.agents.llm import LMPolicy
+    from lynn.lm.constraints import LiteralCopyConstraint
+
+    folder = tmp_path / "decoded"
+    shutil.copytree(tiny_lm, folder, ignore=shutil.ignore_patterns("checkpoints"))
+    assert LMPolicy(env_id="Lynn/EVMQuest-v0", model=str(folder), threads=1).generator.constraint is None
+    (folder / "lynn_decode.json").write_text(json.dumps({"constraint": "copy_literals"}))
+    agent = LMPolicy(env_id="Lynn/EVMQuest-v0", model=str(folder), threads=1)
+    assert isinstance(agent.generator.constraint, LiteralCopyConstraint)
+    off = LMPolicy(env_id="Lynn/EVMQuest-v0", model=str(folder), threads=1, constraint="none")
+    assert off.generator.constraint is None

@@ -28,6 +28,10 @@ WEB_IDS = ("Lynn/LiveWeb-v0", "Lynn/WebWorldModel-v0")
 MAX_NEW = {EVMQUEST: 640, "web": WEB_REPLY_BUDGET}
 
 
+#: Decoding defaults saved beside a model (``{"constraint": "copy_literals"}``): what its figures used.
+DECODE_FILE = "lynn_decode.json"
+
+
 class LMPolicy(Agent):
     """Acts by prompting a language model.
 
@@ -50,7 +54,9 @@ class LMPolicy(Agent):
             with a ``lynn_web.json``) or ``cut`` (the old prompt: the page cut to the context, free generation;
             the default otherwise, so older models load as they were trained).
         constraint: ``"copy_hex"``: ``0x`` literals in a reply must be copied from the prompt
-            (:mod:`lynn.lm.constraints`; transformers backend only). Off by default: a decoding aid for
+            (:mod:`lynn.lm.constraints`; transformers backend only), ``"copy_literals"`` (quoted numbers
+            too), or ``"none"``. Default: the model folder's ``lynn_decode.json`` ``constraint`` (the decoding
+            its card's figures were measured with), else none: a decoding aid for
             small models, reported beside the unconstrained figures.
         generator: an already built :class:`lynn.lm.backends.Generator` (shared between agents).
         env_id: the env id when ``env`` is not given (vector envs).
@@ -96,6 +102,10 @@ class LMPolicy(Agent):
             # No model given: the zoo's LM for this env (LiveWeb's for the imagined web too).
             model = zoo.default_for(EVMQUEST if self.env_id == EVMQUEST else WEB_IDS[0], "lm")
         model, draft = zoo.resolve(model), zoo.resolve(draft)  # "zoo:NAME" -> its checked folder
+        if constraint is None and model and (Path(model) / DECODE_FILE).exists():
+            constraint = json.loads((Path(model) / DECODE_FILE).read_text()).get("constraint")
+        if constraint == "none":
+            constraint = None
         self.temperature = float(temperature)
         self.style = style
         self.max_new_tokens = max_new_tokens or MAX_NEW[EVMQUEST if self.env_id == EVMQUEST else "web"]
