@@ -178,9 +178,10 @@ def test_mined_negatives_are_the_miners_best_scored_wrong_candidates(tiny: Path)
 
 
 def test_a_dagger_round_labels_the_learners_own_states_on_train_instances(tiny: Path, tmp_path: Path) -> None:
-    """``python -m lynn.lm.web_dagger`` rolls the model out on train instances only and records, at each state
+    """``python -m lynn.agents.llm.web_dagger_round`` rolls the model out on train instances only and records, at each state
     it visited, the expert's label beside the action the learner executed."""
-    from lynn.lm.web_dagger import main, read_records
+    from lynn.agents.llm.web_dagger_round import main
+    from lynn.lm.web_dagger import read_records
 
     out = tmp_path / "round1.jsonl"
     assert main(["--model", str(tiny), "--out", str(out), "--limit", "2", "--max-steps", "2"]) == 0
