@@ -48,13 +48,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         learner = LMPolicy(env, model=args.model, threads=args.threads)
         expert = WebExpert(env)
         episodes = [(tid, args.seed + i) for i, tid in enumerate(ids)]
-        try:
-            from tqdm import tqdm
+        from tqdm import tqdm
 
-            episodes = list(episodes)
-            bar = tqdm(total=len(episodes), desc="dagger rollouts", unit="ep")
-        except ImportError:  # pragma: no cover
-            bar = None
+        bar = tqdm(total=len(episodes), desc="dagger rollouts", unit="ep")
         records: list[dict[str, Any]] = []
         wins = 0
         for i, ep in enumerate(episodes):
@@ -63,11 +59,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 r["episode"] = i
             records += rec
             wins += summ["successes"]
-            if bar is not None:
-                bar.update(1)
-                bar.set_postfix(success=f"{wins}/{i + 1}", states=len(records))
-        if bar is not None:
-            bar.close()
+            bar.update(1)
+            bar.set_postfix(success=f"{wins}/{i + 1}", states=len(records))
+        bar.close()
     finally:
         env.close()
     write_records(args.out, aggregate([records]))
