@@ -41,10 +41,10 @@ run: venv system
 models: venv system
 	$(BIN)/lynn zoo build --install
 
-# pytest-xdist: one worker per core, a test file's tests on one worker (module fixtures: one browser, site server or
-# chain per file); the 30 slowest tests are listed at the end.
+# Serial on purpose: pytest-xdist (-n auto --dist loadfile) made CI slower, 1967 s against 1317 s serial, because
+# every worker starts its own browser, site servers and chains on 2 cores. The 30 slowest tests are listed at the end.
 test: venv system
-	$(BIN)/python -m pytest tests -n auto --dist loadfile --durations=30
+	$(BIN)/python -m pytest tests --durations=30
 
 bench: venv system
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
