@@ -271,6 +271,7 @@ def cmd_train_lm(args: argparse.Namespace) -> int:
         choice_loss=args.choice_loss,
         choice_negatives=args.choice_negatives,
         slots=args.slots,
+        history=args.history,
     )
     transform = None
     if cfg.compact:
@@ -591,6 +592,11 @@ def build_parser() -> argparse.ArgumentParser:
     lm.add_argument("--choice-negatives", type=int, default=4, help="wrong replies per demo in that loss")
     lm.add_argument(
         "--slots", action="store_true", help="EVMQuest: task-line literals as @A1/@N1 slots (lynn.lm.slots)"
+    )
+    lm.add_argument(
+        "--history",
+        action="store_true",
+        help="EVMQuest: a Done: line of the episode's earlier steps (lynn.lm.prompts)",
     )
     lm.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --out")
     lm.add_argument("--json", action="store_true")

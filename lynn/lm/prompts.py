@@ -13,6 +13,13 @@ turns it back into the plain script the env runs. ``full`` style sends the env's
 address and functions, ~16k characters) for large models behind an endpoint. The reply is one fenced
 ```` ```python ```` block, or ``{"done": true}`` to end a composite task.
 
+*History* (``history=`` a list, for models trained with ``lynn train lm --history``): a ``Done:`` line after
+the step lists what the earlier steps of the episode achieved, one short name per successful step
+(:func:`evm_action_summary`: ``USDT.approve``, ``PancakeRouter.addLiquidityETH``, ``send``,
+``answer:native_balance``). With only ``Step: 2`` a small model must count a composite task's plan from its
+text, and it learns that badly (the 1.3M model ended 2-step tasks after one step, and got 8 of 23 of its own
+training prompts at steps >= 1 wrong); with the achieved steps listed it reads where it is.
+
 **LiveWeb**: a fixed system message listing the action syntax, then goal, URL, title, the last action
 and its error, and the accessibility tree. *Truncation rule*: when the rendered chat does not fit the
 model's context (the caller's ``fits`` predicate, usually "prompt tokens ≤ context − reply budget"),
@@ -50,7 +57,35 @@ WEB_SYSTEM = (
 )
 
 
-def _evm_messages(obs: dict[str, Any], style: str = "compact") -> Messages:
+_TARGET = re.compile(r"address=contracts\[['\"](\w+)['\"]\]")
+_CALL = re.compile(r"encode_abi\(\s*['\"](\w+)['\"]")
+_ANSWER_KEY = re.compile(r"['\"]query_result['\"]\s*:\s*\{\s*['\"](\w+)['\"]")
+
+
+def evm_action_summary(reply: str) -> str:
+    """A short name for what an EVMQuest reply does (no literals): ``Contract.function`` for a contract call,
+    ``send`` for a plain value transfer, ``answer:KEY`` (or ``answer``) for a query result, ``done``."""
+    if "execute_skill" not in reply and re.search(r"['\"]done['\"]\s*:\s*true", reply):
+        return "done"
+    if "query_result" in reply:
+        key = _ANSWER_KEY.search(reply)
+        return f"answer:{key.group(1)}" if key else "answer"
+    call = _CALL.search(reply)
+    if call:
+        target = _TARGET.search(reply)
+        return f"{target.group(1)}.{call.group(1)}" if target else call.group(1)
+    return "send"
+
+
+def evm_step_succeeded(last_result: str) -> bool:
+    """Whether an EVMQuest ``last_result`` reports a step that counts: a mined transaction or a recorded answer."""
+    text = str(last_result or "")
+    return text.startswith("answer recorded:") or (
+        text.startswith("transaction ") and " status=1 " in text + " "
+    )
+
+
+def _evm_messages(obs: dict[str, Any], style: str = "compact", history: list[str] | None = None) -> Messages:
     if style == "full":
         return [{"role": "user", "content": str(obs["prompt"])}]
     if style != "compact":
@@ -61,10 +96,22 @@ def _evm_messages(obs: dict[str, Any], style: str = "compact") -> Messages:
         f"Task: {obs['instruction']}\n"
         f"Address: {obs.get('agent_address', '')}\n"
         f"Step: {int(obs.get('step', 0))}\n"
-        f"Last result: {last or 'none'}\n"
+        + (f"Done: {'; '.join(history) or 'nothing'}\n" if history is not None else "")
+        + f"Last result: {last or 'none'}\n"
         f"Contracts: {names}"
     )
     return [{"role": "system", "content": EVM_SYSTEM}, {"role": "user", "content": user}]
+
+
+def with_evm_history(messages: Messages, history: list[str]) -> Messages:
+    """``messages`` (an EVMQuest compact chat rendered without history) with the ``Done:`` line of ``history``
+    inserted where :func:`render` puts it, so recorded demonstrations train a ``--history`` model."""
+    user = messages[1]["content"]
+    head, sep, tail = user.partition("\nLast result: ")
+    if not sep or "\nDone: " in head:
+        raise ValueError("not an EVMQuest compact prompt without a Done: line")
+    line = f"\nDone: {'; '.join(history) or 'nothing'}"
+    return [messages[0], {**messages[1], "content": head + line + sep + tail}, *messages[2:]]
 
 
 def _web_user(obs: dict[str, Any], axtree_lines: list[str], cut: int) -> str:
@@ -125,6 +172,7 @@ def render(
     *,
     style: str = "compact",
     fits: Callable[[Messages], bool] | None = None,
+    history: list[str] | None = None,
 ) -> Messages:
     """The chat messages (system + user) a model sees for ``obs`` of ``env_id``.
 
@@ -133,10 +181,12 @@ def render(
         obs: the env's observation dict.
         style: EVMQuest only: ``compact`` (default) or ``full`` (the env's own long prompt).
         fits: LiveWeb only: returns whether a rendering fits the model's context (see module docstring).
+        history: EVMQuest only: the summaries of the episode's successful steps (a ``Done:`` line); ``None``
+            leaves the line out (models trained without ``--history``).
     """
     env_id = env_id.removeprefix("lynn:")
     if env_id == EVMQUEST:
-        return _evm_messages(obs, style)
+        return _evm_messages(obs, style, history)
     if env_id in (LIVEWEB, WORLDMODEL):
         return _web_messages(obs, fits)
     raise ValueError(f"no prompt renderer for {env_id!r}; LM agents support {EVMQUEST} and {LIVEWEB}")

@@ -84,6 +84,9 @@ class TrainConfig:
         slots: EVMQuest literal slots (:mod:`lynn.lm.slots`): the task line's literals are masked in prompt
             and reply, so the model writes ``@A1`` where it would copy 40 hex digits; recorded in the summary,
             which is how :class:`lynn.agents.llm.LMPolicy` knows to mask and unmask at act time.
+        history: EVMQuest: each prompt gets the ``Done:`` line of its episode's earlier steps
+            (:func:`lynn.lm.prompts.with_evm_history`), rebuilt from the demonstrations of steps 0..k-1 of the
+            same task and seed that precede it; recorded in the summary for the policy, like ``slots``.
     """
 
     data: str
@@ -109,6 +112,7 @@ class TrainConfig:
     choice_loss: float = 0.0
     choice_negatives: int = 4
     slots: bool = False
+    history: bool = False
 
 
 def model_config(size: str, vocab_size: int, tokenizer: Any) -> Any:
@@ -230,6 +234,30 @@ def _choice_trainer(base: Any, weight: float) -> Any:
     return ChoiceTrainer
 
 
+def _with_history(demos: list[Any]) -> list[Any]:
+    """EVMQuest demonstrations with their ``Done:`` lines: the summaries of the replies of steps 0..k-1 of the
+    same task and seed, read in file order (an episode's steps are written in order; a step 0 starts anew).
+    A step whose earlier steps are missing is dropped (its history is unknown)."""
+    from dataclasses import replace
+
+    from lynn.lm.prompts import EVMQUEST, evm_action_summary, with_evm_history
+
+    done: dict[tuple[str, int], list[str]] = {}
+    out = []
+    for d in demos:
+        if d.env_id != EVMQUEST:
+            out.append(d)
+            continue
+        key = (d.task_id, int(d.seed))
+        earlier = done.get(key, []) if d.step else []
+        if len(earlier) < d.step:
+            continue
+        history = earlier[: d.step]
+        out.append(replace(d, messages=with_evm_history(d.messages, history)))
+        done[key] = [*history, evm_action_summary(d.messages[-1]["content"])]
+    return out
+
+
 def _distill_replies(teacher_dir: str, demos: list[Any], context: int, progress: bool) -> list[Any]:
     """The demonstrations with their replies replaced by the teacher's greedy replies."""
     from lynn.lm.backends import TransformersGenerator
@@ -319,6 +347,8 @@ def train_lm(cfg: TrainConfig, reply_transform: Any = None) -> dict[str, Any]:
             else d
             for d in demos
         ]
+    if cfg.history:
+        demos = _with_history(demos)
     if cfg.slots:
         from dataclasses import replace
 

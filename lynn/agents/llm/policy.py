@@ -63,6 +63,10 @@ class LMPolicy(Agent):
         slots: EVMQuest literal slots (:mod:`lynn.lm.slots`): the task line's addresses and amounts are shown
             as ``@A1``/``@N1`` and the reply's slot names are put back before the script is sent. Default: as
             the model was trained (``lynn train lm --slots`` records it in ``lynn_train.json``).
+        history: EVMQuest: the prompt's ``Done:`` line of the episode's successful steps (:mod:`lynn.lm.prompts`);
+            the policy keeps each row's own record (a step-0 observation starts a new one) and adds its last
+            reply when the observation's ``last_result`` reports it mined or recorded. Default: as trained
+            (``lynn train lm --history``).
     """
 
     name = "lm"
@@ -88,6 +92,7 @@ class LMPolicy(Agent):
         constraint: str | None = None,
         web_prompt: str | None = None,
         slots: bool | None = None,
+        history: bool | None = None,
     ) -> None:
         super().__init__(env)
         spec_id = env.spec.id if env is not None and env.spec is not None else None
@@ -131,7 +136,10 @@ class LMPolicy(Agent):
         self.context = context or self._context(model)
         self.chooser: Any = None
         self.web_prompt = self._web_prompt(web_prompt, model)
-        self.slots = self._slots(slots, model)
+        self.slots = self._trained_with("slots", slots, model)
+        self.history = self._trained_with("history", history, model)
+        self.done_steps: list[list[str]] = []  # per row: summaries of the episode's successful steps
+        self.pending: list[str | None] = []  # per row: the summary of the reply sent last
         self.replies: list[list[str]] = []
         self.seed: int | None = None
         self.calls = 0
@@ -144,14 +152,14 @@ class LMPolicy(Agent):
             return int(json.loads((Path(model) / "lynn_train.json").read_text())["context"])
         return getattr(self.generator, "context", None)
 
-    def _slots(self, slots: bool | None, model: str | None) -> bool:
-        """EVMQuest literal slots (:mod:`lynn.lm.slots`): on when asked, or when the model was trained with them."""
-        if slots is not None:
-            return bool(slots) and self.env_id == EVMQUEST
+    def _trained_with(self, option: str, value: bool | None, model: str | None) -> bool:
+        """An EVMQuest prompt option (``slots``, ``history``): on when asked, or when the model was trained with it."""
+        if value is not None:
+            return bool(value) and self.env_id == EVMQUEST
         summary = Path(model) / "lynn_train.json" if model else None
         if self.env_id != EVMQUEST or summary is None or not summary.exists():
             return False
-        return bool(json.loads(summary.read_text()).get("config", {}).get("slots"))
+        return bool(json.loads(summary.read_text()).get("config", {}).get(option))
 
     def _web_prompt(self, web_prompt: str | None, model: str | None) -> str | None:
         if self.env_id not in WEB_IDS:
@@ -175,9 +183,25 @@ class LMPolicy(Agent):
     def reset(self, seed: int | None = None) -> None:
         self.seed = seed
         self.replies = []
+        self.done_steps, self.pending = [], []
 
-    def messages(self, obs: dict[str, Any]) -> list[dict[str, str]]:
-        """The chat this policy sends for ``obs`` (LiveWeb pages cut to the context)."""
+    def _history(self, row: int, obs: dict[str, Any]) -> list[str]:
+        """Row ``row``'s ``Done:`` list for ``obs``, after counting its last reply if ``obs`` reports it succeeded."""
+        from lynn.lm.prompts import evm_step_succeeded
+
+        while len(self.done_steps) <= row:
+            self.done_steps.append([])
+            self.pending.append(None)
+        if int(obs.get("step", 0)) == 0:
+            self.done_steps[row], self.pending[row] = [], None
+        elif self.pending[row] is not None and evm_step_succeeded(obs.get("last_result", "")):
+            self.done_steps[row].append(self.pending[row])
+        self.pending[row] = None
+        return list(self.done_steps[row])
+
+    def messages(self, obs: dict[str, Any], history: list[str] | None = None) -> list[dict[str, str]]:
+        """The chat this policy sends for ``obs`` (LiveWeb pages cut to the context; ``history``: EVMQuest's
+        ``Done:`` list for a model trained with it)."""
         from lynn.lm.prompts import render
 
         fits = None
@@ -188,7 +212,7 @@ class LMPolicy(Agent):
             def fits(msgs: list[dict[str, str]]) -> bool:
                 return count(msgs) <= budget
 
-        return render(self.env_id, obs, style=self.style, fits=fits)
+        return render(self.env_id, obs, style=self.style, fits=fits, history=history)
 
     def parse(self, text: str) -> str:
         return parse_evm_reply(text) if self.env_id == EVMQUEST else parse_web_reply(text)
@@ -200,7 +224,10 @@ class LMPolicy(Agent):
         """Actions for several observations in one batched generation (a vector env's rows)."""
         if self.chooser is not None:
             return self._choose_batch(obs_list)
-        prompts = [self.messages(o) for o in obs_list]
+        if self.history:
+            prompts = [self.messages(o, self._history(i, o)) for i, o in enumerate(obs_list)]
+        else:
+            prompts = [self.messages(o) for o in obs_list]
         maps: list[dict[str, str]] = [{} for _ in prompts]
         if self.slots:
             from lynn.lm.slots import mask_messages
@@ -215,11 +242,17 @@ class LMPolicy(Agent):
         for g in gens:
             self.prompt_tokens += g.prompt_tokens
             self.completion_tokens += g.completion_tokens
+        texts = [g.text for g in gens]
         if self.slots:
             from lynn.lm.slots import unmask
 
-            return [self.parse(unmask(g.text, m)) for g, m in zip(gens, maps, strict=True)]
-        return [self.parse(g.text) for g in gens]
+            texts = [unmask(t, m) for t, m in zip(texts, maps, strict=True)]
+        actions = [self.parse(t) for t in texts]
+        if self.history:
+            from lynn.lm.prompts import evm_action_summary
+
+            self.pending = [evm_action_summary(a) for a in actions]
+        return actions
 
     def _choose_batch(self, obs_list: list[Any]) -> list[str]:
         """Ranked format: each row's action chosen among its page's valid candidates (one row's history each;
