@@ -11,7 +11,8 @@ import numpy as np
 from gymnasium import spaces
 
 from lynn.envs.coordination.pool import N_FEATURES, AgentPool, Subtask
-from lynn.envs.coordination.scenarios import SCENARIOS, Scenario, make_scenario
+from lynn.envs.coordination.scenario_base import Scenario
+from lynn.envs.coordination.scenarios import SCENARIOS, make_scenario
 
 
 def vote_success_prob(p: np.ndarray, votes: int) -> np.ndarray:

@@ -47,7 +47,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from lynn.envs.coordination.pool import AgentPool, AgentProfile, PoolDynamics, Subtask
-from lynn.envs.coordination.scenarios import Scenario
+from lynn.envs.coordination.scenario_base import Scenario
 from lynn.envs.coordination.workers_protocol import (
     Outcome,
     ResultCache,

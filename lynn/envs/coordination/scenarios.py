@@ -3,7 +3,8 @@
 Each scenario is a dataclass (its fields are the knobs; override any of them with
 ``gym.make("Lynn/Coordination-v0", scenario="drift", scenario_kwargs={"sigma": 0.02})``). A scenario
 
-* builds the pool (:meth:`Scenario.populate`),
+* builds the pool (:meth:`Scenario.populate`; the base class is in
+  :mod:`~lynn.envs.coordination.scenario_base`),
 * samples the subtask stream (:meth:`Scenario.sample_subtask`),
 * applies its events before each step (:meth:`Scenario.on_step`: shocks, bursts, churn, drift),
 
@@ -18,6 +19,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from lynn.envs.coordination.pool import AgentPool, AgentProfile, PoolDynamics, Subtask
+from lynn.envs.coordination.real_pool import RealPool
+from lynn.envs.coordination.scenario_base import Scenario
 
 __all__ = [
     "SCENARIOS",
@@ -31,74 +34,6 @@ __all__ = [
     "SymphonyShock",
     "make_scenario",
 ]
-
-
-@dataclass
-class Scenario:
-    """Base scenario: a fixed pool and an i.i.d. stream of subtasks.
-
-    Attributes:
-        type_names: the subtask types.
-        p_hard: probability that a subtask is hard.
-        type_probs: probability of each type (uniform when ``None``).
-        dynamics: load / latency / reputation parameters of the pool.
-        target_ratio: an episode is a success when the routed subtasks' success rate reaches this
-            fraction of the oracle's expected success rate (the best available worker every step).
-    """
-
-    name: ClassVar[str] = "base"
-    description: ClassVar[str] = ""
-    #: Whether executions are real (the scenario's ``execute``/``expected``) rather than simulated.
-    real: ClassVar[bool] = False
-
-    type_names: tuple[str, ...] = ("general",)
-    p_hard: float = 0.5
-    type_probs: tuple[float, ...] | None = None
-    dynamics: PoolDynamics = field(default_factory=PoolDynamics)
-    target_ratio: float = 0.9
-    agents: tuple[AgentProfile, ...] = ()
-
-    @property
-    def n_types(self) -> int:
-        return len(self.type_names)
-
-    @property
-    def n_slots(self) -> int:
-        """Size of the action space (pool slots)."""
-        return len(self.profiles())
-
-    def profiles(self) -> list[AgentProfile]:
-        """The pool's workers at the start of an episode (the ``agents`` table)."""
-        if not self.agents:
-            raise ValueError(
-                f"scenario {self.name!r} has an empty pool; pass agents=(AgentProfile(...), ...)"
-            )
-        return list(self.agents)
-
-    def populate(self, pool: AgentPool, rng: np.random.Generator) -> None:
-        """Fill ``pool`` at reset."""
-        for slot, profile in enumerate(self.profiles()):
-            pool.set_agent(slot, profile)
-
-    def sample_subtask(self, t: int, rng: np.random.Generator) -> Subtask:
-        """The subtask arriving at step ``t``."""
-        probs = None if self.type_probs is None else np.asarray(self.type_probs, dtype=float)
-        k = int(rng.choice(self.n_types, p=probs))
-        return self._subtask(k, bool(rng.random() < self.p_hard))
-
-    def _subtask(self, k: int, hard: bool) -> Subtask:
-        req = np.zeros(self.n_types)
-        req[k] = 1.0
-        return Subtask(type=k, hard=hard, requirement=req)
-
-    def on_step(self, t: int, pool: AgentPool, rng: np.random.Generator) -> list[str]:
-        """Apply the scenario's events before step ``t``; return their descriptions."""
-        return []
-
-    @property
-    def shock_at(self) -> int | None:
-        """The step of the scenario's shock, if it has one."""
-        return None
 
 
 # --- stationary -------------------------------------------------------------------------------
@@ -439,52 +374,43 @@ SCENARIOS: dict[str, type[Scenario]] = {
 }
 
 
-#: Scenarios over real workers (built on demand; not in SCENARIOS, whose every entry is simulated
-#: and cheap enough for check_env and the task list).
-REAL_SCENARIOS: dict[str, str] = {"real-pool": "lynn.envs.coordination.real_pool:RealPool"}
+#: Scenarios over real workers (not in SCENARIOS, whose every entry is simulated and cheap enough
+#: for check_env and the task list: a real pool builds its task list when constructed).
+REAL_SCENARIOS: dict[str, type[Scenario]] = {RealPool.name: RealPool}
 
 
 def make_scenario(scenario: str | Scenario, overrides: dict[str, Any] | None = None) -> Scenario:
     """The scenario called ``scenario`` (or a copy of the given instance) with ``overrides`` applied.
 
+    ``overrides`` name the scenario's init fields and its :class:`PoolDynamics` fields. The scenario
+    is constructed once, with its overrides (a real pool builds its task list in ``__init__``); the
+    dynamics overrides then replace its ``dynamics``.
+
     Raises:
         ValueError: for an unknown scenario name or field.
     """
     if isinstance(scenario, Scenario):
-        base = scenario
-    elif scenario in REAL_SCENARIOS:
-        # Real pools build their task list in __init__, so the overrides go straight to the constructor.
-        from lynn.envs.coordination.real_pool import RealPool
+        cls: type[Scenario] = type(scenario)
 
-        overrides = dict(overrides or {})
-        dyn_names = {f.name for f in fields(PoolDynamics)}
-        dyn_over = {k: overrides.pop(k) for k in list(overrides) if k in dyn_names}
-        known = {f.name for f in fields(RealPool) if f.init}
-        unknown = sorted(set(overrides) - known)
-        if unknown:
-            raise ValueError(
-                f"scenario {scenario!r} has no field(s) {unknown}; fields: {sorted(known | dyn_names)}"
-            )
-        out = RealPool(**overrides)
-        if dyn_over:
-            out.dynamics = replace(out.dynamics, **dyn_over)
-        return out
+        def build(**kw: Any) -> Scenario:
+            return replace(scenario, **kw)
+
+    elif scenario in SCENARIOS or scenario in REAL_SCENARIOS:
+        cls = build = SCENARIOS.get(scenario) or REAL_SCENARIOS[scenario]
     else:
-        if scenario not in SCENARIOS:
-            raise ValueError(
-                f"unknown scenario {scenario!r}; choose one of {', '.join([*SCENARIOS, *REAL_SCENARIOS])}"
-            )
-        base = SCENARIOS[scenario]()
+        raise ValueError(
+            f"unknown scenario {scenario!r}; choose one of {', '.join([*SCENARIOS, *REAL_SCENARIOS])}"
+        )
     overrides = dict(overrides or {})
     dyn_names = {f.name for f in fields(PoolDynamics)}
     dyn_over = {k: overrides.pop(k) for k in list(overrides) if k in dyn_names}
-    known = {f.name for f in fields(base) if f.init}
+    known = {f.name for f in fields(cls) if f.init}
     unknown = sorted(set(overrides) - known)
     if unknown:
         raise ValueError(
-            f"scenario {base.name!r} has no field(s) {unknown}; fields: {sorted(known | dyn_names)}"
+            f"scenario {cls.name!r} has no field(s) {unknown}; fields: {sorted(known | dyn_names)}"
         )
-    out = replace(base, **overrides)
+    out = build(**overrides)
     if dyn_over:
-        out = replace(out, dynamics=replace(out.dynamics, **dyn_over))
+        out.dynamics = replace(out.dynamics, **dyn_over)
     return out
