@@ -136,12 +136,15 @@ def _print_rows(rows: list[Any]) -> None:
 
     from lynn.eval.leaderboard import HEADER, table_cells
 
+    # No cell wraps (a wrapped "12/12 = 100.0%" lost its interval to the next line, and long names were cut);
+    # the headline's measures go one per line, and the table gets the width it needs.
     table = Table(title="Lynn Gym leaderboard")
     for h in HEADER:
-        table.add_column(h)
+        table.add_column(h, no_wrap=True)
     for cells in table_cells(rows):
-        table.add_row(*cells)
-    Console(width=160).print(table)
+        table.add_row(*cells[:4], cells[4].replace(" · ", "\n"), *cells[5:])
+    width = max(160, Console(width=10_000).measure(table).maximum)
+    Console(width=width).print(table)
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:

@@ -93,3 +93,20 @@ def test_same_episode_copied_twice_counts_once(tmp_path: Path, guess_id: str) ->
 def test_split_given_as_env_kwarg_labels_the_row(tmp_path: Path, guess_id: str) -> None:
     evaluate(EvalConfig(GUESS, episodes=3, env_kwargs={"split": "test"}, out=str(tmp_path), progress=False))
     assert [(r.split, r.episodes) for r in collect(tmp_path)] == [("test", 3)]
+
+
+def test_printed_table_keeps_every_rate_with_its_interval_on_one_line(
+    tmp_path: Path, guess_id: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lynn.cli import main
+
+    evaluate(
+        EvalConfig(
+            GUESS, agent="tests.eval.test_leaderboard:_Oracle", episodes=12, out=str(tmp_path), progress=False
+        )
+    )
+    assert main(["leaderboard", str(tmp_path)]) == 0
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if "12/12 = 100.0%" in ln]
+    # Both the headline and the Wilson column; a 100% rate is not shown without its interval (75.7%–100%).
+    assert lines and all(ln.count("12/12 = 100.0% (75.7%–100.0%)") == 2 for ln in lines), lines
+    assert "tests.eval.test_leaderboard:_Oracle" in lines[0]  # nor a row name cut short
