@@ -16,6 +16,7 @@ import lynn  # noqa: F401
 from lynn.agents.web_expert import WebExpert, find_elements
 from lynn.envs.liveweb.liveweb_env import LiveWebEnv
 from lynn.envs.liveweb.tasks import BUNDLED, load_tasks
+from tests.envs.liveweb._split import in_two
 
 ALL_TASKS = load_tasks()
 
@@ -193,15 +194,45 @@ def _one_per_template(split: str | None = None) -> list[str]:
     return [rng.choice(ids) for _, ids in sorted(by_template.items())]
 
 
+def _expert_runs(env: LiveWebEnv | None, tids: list[str]) -> list[tuple]:
+    """(task id, reward, last 3 actions, eval notes, error) of the expert on each instance."""
+    own = env is None
+    env = env or LiveWebEnv()
+    try:
+        agent = WebExpert(env)
+        out = []
+        for tid in tids:
+            reward, info, actions = _run(env, agent, tid)
+            out.append((tid, reward, actions[-3:], info.get("eval"), info.get("error")))
+        return out
+    finally:
+        if own:
+            env.close()
+
+
 @pytest.mark.slow
 def test_expert_solves_a_seeded_instance_of_every_template(env: LiveWebEnv) -> None:
-    agent = WebExpert(env)
-    failures = []
-    for tid in _one_per_template():
-        reward, info, actions = _run(env, agent, tid)
-        if reward != 1.0:
-            failures.append((tid, actions[-3:], info.get("eval"), info.get("error")))
-    assert not failures, failures
+    runs = in_two(_expert_runs, _one_per_template(), env)  # half of them in a second process
+    failures = [(tid, last, notes, error) for tid, reward, last, notes, error in runs if reward != 1.0]
+    assert len(runs) == len(_one_per_template()) and not failures, failures
+
+
+def _random_runs(env: LiveWebEnv | None, runs: list[tuple[int, str]]) -> list[tuple]:
+    """(reward, error, actions) of the random web agent on each (seed, task id), 10 steps at most."""
+    from lynn.agents.random_agent import RandomWebAgent
+
+    own = env is None
+    env = env or LiveWebEnv()
+    try:
+        agent = RandomWebAgent(env)
+        out = []
+        for seed, tid in runs:
+            reward, info, actions = _run(env, agent, tid, max_steps=10, seed=seed)
+            out.append((reward, info.get("error"), actions))
+        return out
+    finally:
+        if own:
+            env.close()
 
 
 @pytest.mark.slow
@@ -212,17 +243,17 @@ def test_random_agent_acts_on_real_elements_and_rarely_succeeds(env: LiveWebEnv)
 
     assert resolve_agent("random", "Lynn/LiveWeb-v0") is RandomWebAgent
     assert resolve_agent("random-text", "Lynn/LiveWeb-v0") is RandomAgent
-    agent = RandomWebAgent(env)
     wins, steps, errors, kinds = 0, 0, 0, set()
     tids = _one_per_template("test")[:12]
-    for i, tid in enumerate(tids):
-        reward, info, actions = _run(env, agent, tid, max_steps=10, seed=i)
+    runs = in_two(_random_runs, list(enumerate(tids)), env)  # half of them in a second process
+    assert len(runs) == len(tids)
+    for reward, error, actions in runs:
         wins += reward > 0
         for a in actions:
             parse_action(a)  # every action is a valid action string
             kinds.add(a.split("(")[0])
         steps += len(actions)
-        errors += bool(info.get("error"))
+        errors += bool(error)
     assert wins / len(tids) <= 0.1
     assert {"click", "fill"} <= kinds, kinds
     assert errors <= len(tids) // 2

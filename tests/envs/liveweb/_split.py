@@ -1,0 +1,50 @@
+"""Run a slow test's per-instance loop in two processes at once: half here, half in a spawned child with its
+own env (site server + Chromium). One episode keeps about one core busy (Python, the driver, the browser
+and the renderer take turns), so two episodes at a time use a 2-core machine's second core. The test still
+asserts over every instance's result, in the parent; only where the episodes run changes.
+
+``LYNN_TEST_PROCESSES=1`` runs the loop serially in the test's own process (to debug one instance).
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+def processes() -> int:
+    """How many processes share a loop: 2 on a machine with 2 or more cores, else 1."""
+    wanted = os.environ.get("LYNN_TEST_PROCESSES")
+    if wanted:
+        return max(1, int(wanted))
+    return 2 if (os.cpu_count() or 1) >= 2 else 1
+
+
+def in_two(work: Callable[[Any, list[T]], list[Any]], items: Sequence[T], here: Any) -> list[Any]:
+    """``work(here, items)`` split over this process and a spawned one; one result per item, in order.
+
+    Args:
+        work: a module-level function (the child imports it by name): ``work(resource, items)`` runs every
+            item on ``resource`` and returns one picklable result per item. In the child ``resource`` is
+            ``None``: ``work`` builds its own (and closes it).
+        items: the instances, in the order the results come back.
+        here: this process's resource (a test fixture's env), used for every other item.
+
+    An exception in the child (an assertion inside ``work`` included) is raised here with its message.
+    """
+    items = list(items)
+    if processes() < 2 or len(items) < 2:
+        return work(here, items)
+    mine, theirs = items[0::2], items[1::2]
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        child = pool.submit(work, None, theirs)
+        got_mine = work(here, mine)
+        got_theirs = child.result()
+    out: list[Any] = [None] * len(items)
+    out[0::2], out[1::2] = got_mine, got_theirs
+    return out
