@@ -98,7 +98,7 @@ MODULES: dict[str, Module] = {
         "lynn/envs/liveweb/actions.py",
         ["tests/envs/liveweb/test_actions.py", "tests/envs/liveweb/test_actions_parser.py"],
     ),
-    "echo_core": Module("lynn/wrappers/echo/core.py", ["tests/wrappers/test_echo_buffer_order.py"]),
+    "echo_core": Module("lynn/wrappers/echo/core.py", ["tests/wrappers/echo/test_echo_buffer_order.py"]),
     # logic.py is also the task bank's oracle-script generators and chain set-ups: mutate the checks.
     "evm_checks": Module(
         "lynn/envs/evmquest/logic.py",

@@ -54,7 +54,7 @@ most one whole rollout per window besides the load, which gives the pessimistic 
 (for a worker with ``d_i + T_bcast > W``: ``W/(d_i + T_bcast) − 1`` rollouts). :func:`utilisation_bounds`
 returns ``(U_lo, U)``, which coincide away from the knee, where (2) is exact. The simulator lies in
 that interval up to the run's start-up and the phase effects neither bound models: of 1,000 random
-examples of ``tests/wrappers/test_echo_core.py``'s distribution (condition (3) holding) one lay more
+examples of ``tests/wrappers/echo/test_echo_core.py``'s distribution (condition (3) holding) one lay more
 than 0.02 outside it, of 400 more one lay more than 0.04 outside, none further than 0.072 (the test
 draws random examples and allows 0.1). Where
 condition (3) fails the rule has no answer (stale rollouts are dropped at a rate neither equation

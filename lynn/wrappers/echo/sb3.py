@@ -13,7 +13,7 @@ SB3's VecEnv contract is synchronous (every env steps every call), so the adapte
 path, a step ``timeout`` and opt-in restarts of failed envs (``on_error="restart"``), with the same
 worker code as the async ``EchoVectorEnv``. Done envs carry ``info["terminal_observation"]`` and
 ``info["TimeLimit.truncated"]`` as SB3 expects; Dict/Tuple action spaces take SB3's per-env list
-of actions. ``tests/wrappers/test_echo_conformance.py`` runs its claims against ``SubprocVecEnv``.
+of actions. ``tests/wrappers/echo/test_echo_conformance.py`` runs its claims against ``SubprocVecEnv``.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ The synchronous ``gymnasium.vector.VectorEnv`` API is the one ``AsyncVectorEnv``
 terminate=)``, ``ClosedEnvironmentError`` after ``close``, the same infos (``step``/``reset`` add no
 key of their own), the same ``AlreadyPendingCallError``/``NoAsyncCallError`` rules and the same
 space check at construction (the error names the mismatched env; it is a ``ValueError`` and, like
-Gymnasium's, a ``RuntimeError``). ``tests/wrappers/test_echo_conformance.py`` runs each of these
+Gymnasium's, a ``RuntimeError``). ``tests/wrappers/echo/test_echo_conformance.py`` runs each of these
 claims against ``AsyncVectorEnv`` too.
 
 **Autoreset.** ``autoreset_mode`` is ``SAME_STEP`` (the default here: the worker resets a finished

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from lynn.bench.coordination import ROUTERS, abandon_time, run_router
-from tests.conftest import run_lynn
+from tests.conftest import REPO, run_lynn
 
 
 def test_bench_cli_writes_table_plot_and_goal_lines(tmp_path: Path) -> None:
@@ -57,7 +57,7 @@ def test_bench_usage_error_is_one_line(argv: list[str], message: str) -> None:
 
 
 def test_bench_script_takes_the_same_flags(tmp_path: Path) -> None:
-    script = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_coordination.py"
+    script = REPO / "benchmarks" / "bench_coordination.py"
     proc = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and "--speed-steps" in proc.stdout and "MABWiser" in proc.stdout
     proc = subprocess.run(

@@ -140,7 +140,7 @@ def make_dying_worker(index: int) -> SleepWorker:
     os._exit(7)  # dies while being built, every time: a crash loop
 
 
-# --- envs for the conformance suite (tests/wrappers/test_echo_conformance.py) -----------------
+# --- envs for the conformance suite (tests/wrappers/echo/test_echo_conformance.py) ------------
 class CountEnv(gym.Env):
     """Gymnasium's autoreset test env: obs counts steps from the reset seed; reward = action."""
 

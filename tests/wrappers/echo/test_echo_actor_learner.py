@@ -5,7 +5,12 @@ import time
 import pytest
 
 from lynn.wrappers.echo.actor_learner import ActorLearner
-from tests.wrappers._echo_envs import VersionLearner, make_buggy_worker, make_dying_worker, make_sleep_worker
+from tests.wrappers.echo._echo_envs import (
+    VersionLearner,
+    make_buggy_worker,
+    make_dying_worker,
+    make_sleep_worker,
+)
 
 
 def _alive(pid: int) -> bool:

@@ -39,7 +39,7 @@ from lynn.wrappers.echo.vector import (
     _layout_kinds,
 )
 from tests.conftest import _descendants
-from tests.wrappers._echo_envs import (
+from tests.wrappers.echo._echo_envs import (
     AnyText,
     CountEnv,
     FaultEnv,
@@ -827,7 +827,7 @@ def test_workers_exit_when_the_main_process_is_killed(context: str) -> None:
     code = (
         "import sys, time\n"
         "from lynn.wrappers.echo.vector import EchoVectorEnv\n"
-        "from tests.wrappers._echo_envs import CountEnv\n"
+        "from tests.wrappers.echo._echo_envs import CountEnv\n"
         "if __name__ == '__main__':\n"
         f"    envs = EchoVectorEnv([CountEnv] * 3, context={context!r})\n"
         "    envs.reset()\n"

@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 import importlib.util
-from pathlib import Path
 
 import pytest
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "echo_actor_learner.py"
+from tests.conftest import REPO
+
+EXAMPLE = REPO / "examples" / "echo_actor_learner.py"
 
 
 @pytest.mark.slow

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from lynn.wrappers.echo.actor_learner import ActorLearner, LocalPool, _ChainStore, _chunks
-from tests.wrappers.test_echo_actor_learner import check_run
+from tests.wrappers.echo.test_echo_actor_learner import check_run
 
 PAYLOAD = 300_000  # bytes of "weights": many chunks at CHUNK
 CHUNK = 16_384

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib.util
 import math
-from pathlib import Path
 
 import pytest
 
@@ -19,12 +18,13 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from tests._lm_fixtures import EVM_TASKS  # noqa: E402
+from tests.conftest import REPO  # noqa: E402
 
 WORKER_KW = {"group_size": 2, "max_new_tokens": 48, "tasks": EVM_TASKS, "threads": 1}
 
 
 def _bench():
-    path = Path(__file__).resolve().parents[2] / "benchmarks" / "bench_grpo.py"
+    path = REPO / "benchmarks" / "bench_grpo.py"
     spec = importlib.util.spec_from_file_location("bench_grpo_under_test", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

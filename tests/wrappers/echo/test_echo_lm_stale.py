@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from lynn.wrappers.echo.actor_learner import ActorLearner
-from tests.wrappers._echo_envs import SleepWorker, VersionLearner
+from tests.wrappers.echo._echo_envs import SleepWorker, VersionLearner
 
 
 class KeepingLearner(VersionLearner):

@@ -15,8 +15,8 @@ from lynn.eval.runner import EvalConfig, evaluate, run_dir  # noqa: E402
 from lynn.wrappers.echo.actor_learner import ActorLearner  # noqa: E402
 from lynn.wrappers.echo.broadcast import RayBroadcast, simulate_broadcast  # noqa: E402
 from tests.conftest import GUESS, REPO, run_lynn  # noqa: E402
-from tests.wrappers._echo_envs import VersionLearner, make_sleep_worker  # noqa: E402
-from tests.wrappers.test_echo_actor_learner import check_run  # noqa: E402
+from tests.wrappers.echo._echo_envs import VersionLearner, make_sleep_worker  # noqa: E402
+from tests.wrappers.echo.test_echo_actor_learner import check_run  # noqa: E402
 
 
 @pytest.fixture(scope="module")

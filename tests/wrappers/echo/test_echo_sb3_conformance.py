@@ -18,7 +18,7 @@ from stable_baselines3.common.monitor import Monitor  # noqa: E402
 from stable_baselines3.common.vec_env import SubprocVecEnv, VecFrameStack, VecNormalize  # noqa: E402
 
 from lynn.wrappers.echo.sb3 import EchoSB3VecEnv  # noqa: E402
-from tests.wrappers._echo_envs import FaultEnv, SpaceEnv, StepEnv  # noqa: E402
+from tests.wrappers.echo._echo_envs import FaultEnv, SpaceEnv, StepEnv  # noqa: E402
 
 N = 3
 KINDS = ["subproc", "echo"]

@@ -11,7 +11,7 @@ from gymnasium.error import NoAsyncCallError
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 from lynn.wrappers.echo.vector import EchoVectorEnv
-from tests.wrappers._echo_envs import DelayEnv, EchoTextEnv
+from tests.wrappers.echo._echo_envs import DelayEnv, EchoTextEnv
 
 
 def envs_kinds(envs: EchoVectorEnv) -> set[str]:
