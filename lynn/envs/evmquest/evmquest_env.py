@@ -11,36 +11,12 @@ import numpy as np
 from gymnasium import spaces
 
 from lynn.envs.evmquest.spec import SPLITS, TaskInstance, TaskSpec, instantiate, load_specs
+from lynn.envs.spaces import UnicodeText
 
 ACTION_MODES = ("script", "tx", "skill")
 SCRIPT_LANGUAGES = ("python", "typescript")
 SCORINGS = ("default", "reference")
 MAX_TEXT = 200_000
-
-
-class UnicodeText(spaces.Space[str]):
-    """A text space that contains any Unicode string (up to ``max_length``) and samples one."""
-
-    def __init__(self, max_length: int = MAX_TEXT, seed: int | None = None) -> None:
-        super().__init__(shape=None, dtype=None, seed=seed)
-        self.max_length = max_length
-
-    def sample(self, mask: Any = None, probability: Any = None) -> str:
-        length = int(self.np_random.integers(0, 64))
-        return "".join(chr(int(c)) for c in self.np_random.integers(32, 0x2FFF, size=length))
-
-    def contains(self, x: Any) -> bool:
-        return isinstance(x, str) and len(x) <= self.max_length
-
-    @property
-    def is_np_flattenable(self) -> bool:
-        return False
-
-    def __repr__(self) -> str:
-        return f"UnicodeText(max_length={self.max_length})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, UnicodeText) and other.max_length == self.max_length
 
 
 def implemented_specs(split: str | None = None) -> list[TaskSpec]:
@@ -168,16 +144,16 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
 
             self.action_space: spaces.Space[Any] = spaces.Discrete(len(SKILLS))
         else:
-            self.action_space = UnicodeText()
+            self.action_space = UnicodeText(MAX_TEXT)
         self.observation_space = spaces.Dict(
             {
-                "instruction": UnicodeText(),
-                "prompt": UnicodeText(),
+                "instruction": UnicodeText(MAX_TEXT),
+                "prompt": UnicodeText(MAX_TEXT),
                 "agent_address": UnicodeText(64),
                 "contracts": spaces.Dict({name: UnicodeText(64) for name in sorted(self.names.values())}),
                 "chain_id": spaces.Box(0, np.iinfo(np.int64).max, shape=(), dtype=np.int64),
                 "step": spaces.Box(0, 1_000, shape=(), dtype=np.int64),
-                "last_result": UnicodeText(),
+                "last_result": UnicodeText(MAX_TEXT),
             }
         )
         self.chain: Any = None

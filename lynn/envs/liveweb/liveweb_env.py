@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import string
 import time
 import warnings
 from pathlib import Path
@@ -17,12 +16,11 @@ from lynn.envs.liveweb.actions import STOP_ACTIONS, Action, ActionError, parse_a
 from lynn.envs.liveweb.evaluators import EvalContext, evaluate, fill_placeholders
 from lynn.envs.liveweb.tasks import check_tasks, load_tasks, raise_for
 from lynn.envs.liveweb.webarena_eval import make_judge
+from lynn.envs.spaces import MAX_TEXT, UnicodeText
 
 OBS_MODES = ("text", "screenshot", "html", "all")
 EVALUATIONS = ("lynn", "webarena")
 OBS_FORMATS = ("lynn", "browsergym")
-MAX_TEXT = 2_000_000
-_SAMPLE_CHARSET = string.ascii_letters + string.digits + " _-.,:'\"()[]/\n" + "éß漢字🙂"
 
 
 def _form_login(url: str, form: dict[str, str], timeout: float = 10.0) -> list[tuple[str, str]]:
@@ -50,29 +48,6 @@ def _form_login(url: str, form: dict[str, str], timeout: float = 10.0) -> list[t
     if not cookies:
         raise RuntimeError(f"login at {url} as {form.get('username')!r} set no session cookie")
     return cookies
-
-
-class UnicodeText(spaces.Text):
-    """A Text space whose ``contains`` accepts any Unicode string up to ``max_length`` (Gymnasium's ``Text``
-    rejects characters outside its sampling charset, which page text and LLM actions are not bound to)."""
-
-    def __init__(self, max_length: int = MAX_TEXT, seed: int | np.random.Generator | None = None) -> None:
-        super().__init__(max_length=max_length, min_length=0, charset=_SAMPLE_CHARSET, seed=seed)
-
-    def sample(self, mask: Any = None, probability: Any = None) -> str:
-        # Short samples: a random "action" of a million characters helps nobody.
-        n = int(self.np_random.integers(0, min(self.max_length, 64) + 1))
-        chars = self.character_list
-        return "".join(chars[int(i)] for i in self.np_random.integers(0, len(chars), n))
-
-    def contains(self, x: Any) -> bool:
-        return isinstance(x, str) and len(x) <= self.max_length
-
-    def __repr__(self) -> str:
-        return f"UnicodeText(max_length={self.max_length})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, UnicodeText) and other.max_length == self.max_length
 
 
 def _webarena_select(page: Any, locator: str, prep: list[str]) -> str:

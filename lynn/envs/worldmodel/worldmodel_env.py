@@ -12,7 +12,7 @@ import gymnasium as gym
 from gymnasium import spaces
 
 from lynn.envs.liveweb.actions import STOP_ACTIONS, ActionError, parse_actions
-from lynn.envs.liveweb.liveweb_env import UnicodeText
+from lynn.envs.spaces import UnicodeText
 from lynn.envs.worldmodel.delta import apply_delta_text
 
 ENV_ID = "Lynn/WebWorldModel-v0"

@@ -31,8 +31,8 @@ boolean array ``mask`` is True; the others keep their observation and report an 
 **Observations** travel through shared memory space by space: every part whose space Gymnasium
 can lay out in shared memory (Box, Discrete, MultiDiscrete, MultiBinary, Text of at most 4096
 characters, OneOf, and Dict/Tuple of them) goes there; any other part (Graph, Sequence, custom
-spaces such as EVMQuest's ``UnicodeText``, and ``Text`` subclasses such as LiveWeb's
-``UnicodeText``, which accept characters outside their charset) is pickled through the pipe. So
+spaces such as the envs' ``UnicodeText``, and ``Text`` subclasses, which may accept characters
+outside their charset) is pickled through the pipe. So
 a ``Dict`` of a big ``Box`` screenshot and free text sends the screenshot through shared memory
 and only the text through the pipe. ``shared_memory=False`` pickles everything.
 

@@ -270,7 +270,7 @@ class FaultEnv(gym.Env):
 
 
 class WideText(spaces.Text):
-    """A ``Text`` subclass that, like LiveWeb's, holds characters outside its charset."""
+    """A ``Text`` subclass whose ``contains`` accepts characters outside its charset."""
 
     def sample(self, mask: Any = None, probability: Any = None) -> str:
         return "✓ " + super().sample()
