@@ -7,7 +7,6 @@ by the sandbox's read-only proxy.
 
 from __future__ import annotations
 
-import contextlib
 import http.client
 import json
 import socket
@@ -15,8 +14,8 @@ import subprocess
 import threading
 import time
 import weakref
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from web3 import Web3
@@ -25,6 +24,20 @@ from web3.providers.rpc import HTTPProvider
 from lynn.system import find as find_tool
 
 BACKENDS = ("embedded", "anvil", "rpc")
+
+_T = TypeVar("_T")
+
+# Read-only JSON-RPC methods a batched read serves from its one batch, with the stand-in result each
+# gets while the read's calls are being recorded (when no earlier real result of the same call is known).
+_READ_STUBS: dict[str, str] = {
+    "eth_call": "0x" + "00" * 256,
+    "eth_getBalance": "0x0",
+    "eth_blockNumber": "0x0",
+    "eth_getTransactionCount": "0x0",
+    "eth_gasPrice": "0x0",
+    "eth_getCode": "0x",
+    "eth_getStorageAt": "0x" + "00" * 32,
+}
 
 
 class ChainError(RuntimeError):
@@ -79,18 +92,9 @@ class Chain:
         return response.get("result")
 
     def eth_call(self, to: str, data: str) -> bytes:
-        """Read-only call at the latest block; returns the raw return data (from :meth:`prefetch`'s
-        results while a prefetch is open)."""
-        if self._reads is not None:
-            self._seen.append((to, data))
-            cached = self._reads.get((to, data))
-            if cached is not None:
-                return cached
+        """Read-only call at the latest block; returns the raw return data."""
         result = self.raw_request("eth_call", [{"to": to, "data": data}, "latest"])
         return bytes.fromhex(str(result)[2:])
-
-    _reads: dict[tuple[str, str], bytes] | None = None
-    _seen: list[tuple[str, str]] = []
 
     def eth_calls(self, calls: list[tuple[str, str]]) -> list[bytes | None]:
         """Several read-only calls at the latest block (one JSON-RPC batch where the backend takes
@@ -103,21 +107,10 @@ class Chain:
                 out.append(None)
         return out
 
-    @contextlib.contextmanager
-    def prefetch(self, calls: list[tuple[str, str]]) -> Iterator[list[tuple[str, str]]]:
-        """Within the block, serve :meth:`eth_call` for ``calls`` from one batched read made on entry;
-        yields the list of the ``(to, data)`` calls the block made (to prefetch next time).
-
-        Only for a stretch that sends no transaction (the results are the chain's state on entry); a
-        call that is not in ``calls``, or that failed in the batch, goes to the node as usual.
-        """
-        results = self.eth_calls(calls) if calls else []
-        self._reads = {c: r for c, r in zip(calls, results, strict=True) if r is not None}
-        self._seen = seen = []
-        try:
-            yield seen
-        finally:
-            self._reads, self._seen = None, []
+    def read_batched(self, read: Callable[[], _T]) -> _T:
+        """Run ``read``, a function that only reads the chain; a backend over HTTP makes its reads in
+        one JSON-RPC batch (see :meth:`_KeepAliveProvider.batched`). Here: just ``read()``."""
+        return read()
 
     def close(self) -> None:
         """Release what the backend started (nothing by default)."""
@@ -219,6 +212,14 @@ class _KeepAliveProvider(HTTPProvider):
         self._timeout = timeout
         self._conn: http.client.HTTPConnection | None = None
         self._lock = threading.Lock()  # one request at a time on the one connection
+        # While batched() runs (in its own thread only): "record" the reads, then "serve" them.
+        self._mode: str | None = None
+        self._owner = 0
+        self._recorded: dict[str, tuple[str, Any, Any]] = {}
+        self._served: dict[str, Any] = {}
+        # The last real results, the stand-ins when recording: by exact call, and by contract function.
+        self._last_exact: dict[str, Any] = {}
+        self._last: dict[tuple[str, ...], Any] = {}
 
     def _connect(self) -> http.client.HTTPConnection:
         conn = http.client.HTTPConnection(self._host, self._port, timeout=self._timeout)
@@ -252,6 +253,79 @@ class _KeepAliveProvider(HTTPProvider):
     def _make_request(self, method: Any, request_data: bytes) -> bytes:
         return self._post(request_data)
 
+    def make_request(self, method: Any, params: Any) -> Any:
+        if self._mode is not None and self._owner == threading.get_ident():
+            key = _read_key(method, params)
+            if self._mode == "record":
+                if key is None:  # not a plain read: stop recording here, send nothing
+                    raise _RecordingStopped(method)
+                if key not in self._recorded:
+                    stub = self._last_exact.get(
+                        key, self._last.get(_stub_key(method, params), _READ_STUBS[method])
+                    )
+                    self._recorded[key] = (method, params, stub)
+                return {"jsonrpc": "2.0", "id": 0, "result": self._recorded[key][2]}
+            if key is None:  # not a plain read: it may change the state, so the batch is stale from here
+                self._mode, self._served = None, {}
+            elif key in self._served:
+                return {"jsonrpc": "2.0", "id": 0, "result": self._served[key]}
+        response = super().make_request(method, params)
+        if method in _READ_STUBS and isinstance(response, dict) and response.get("result") is not None:
+            self._remember(_read_key(method, params), method, params, response["result"])
+        return response
+
+    def _remember(self, key: str | None, method: str, params: Any, result: Any) -> None:
+        if len(self._last_exact) >= 4096:  # per-seed calls (fresh recipients) would grow it without end
+            self._last_exact.clear()
+        if key is not None:
+            self._last_exact[key] = result
+        self._last[_stub_key(method, params)] = result
+
+    def batched(self, read: Callable[[], _T]) -> _T:
+        """Run ``read`` with its reads made in one JSON-RPC batch.
+
+        ``read`` must only read the chain, and its result must depend on nothing but what it reads
+        (and its own arguments). First its read calls are recorded and answered with stand-ins (the
+        same call's last real result, else that of the same contract function, else zeros); nothing
+        reaches the node, and a call that is not a plain read ends the pass, as does any error a
+        stand-in causes. The recorded calls then go out as one batch: the node's state, since nothing
+        runs in between. If every stand-in was what the node answered, that first pass was exact and
+        its result is returned; otherwise ``read`` runs again, each call answered from the batch until
+        it makes a call that is not a plain read. A call the batch did not hold, or that failed in it,
+        goes to the node as usual, so the result and any error are those of ``read()``.
+        """
+        if self._mode is not None:  # nested: the outer pass decides
+            return read()
+        self._owner, self._recorded, self._mode = threading.get_ident(), {}, "record"
+        exact, first = True, None
+        try:
+            first = read()
+        except Exception:  # noqa: BLE001  (a stand-in led the pass astray; what it recorded still counts)
+            exact = False
+        finally:
+            self._mode = None
+        recorded, self._recorded = self._recorded, {}
+        served: dict[str, Any] = {}
+        if recorded:
+            try:
+                responses = self.batch([(method, params) for method, params, _ in recorded.values()])
+            except (ChainError, http.client.HTTPException, OSError, ValueError):
+                responses = []  # no batch: every read goes to the node one by one, as without batching
+            exact = exact and len(responses) == len(recorded)
+            for (key, (method, params, stub)), response in zip(recorded.items(), responses, strict=False):
+                result = response.get("result")
+                exact = exact and result is not None and result == stub
+                if result is not None:
+                    served[key] = result
+                    self._remember(key, method, params, result)
+        if exact:
+            return first  # type: ignore[return-value]
+        self._served, self._mode = served, "serve"
+        try:
+            return read()
+        finally:
+            self._mode, self._served = None, {}
+
     def make_batch_request(self, batch_requests: list[tuple[Any, Any]]) -> Any:
         request_data = self.encode_batch_rpc_request(batch_requests)  # type: ignore[arg-type]
         response = self.decode_rpc_response(self._post(request_data))
@@ -276,6 +350,28 @@ class _KeepAliveProvider(HTTPProvider):
             self._conn = None
 
 
+class _RecordingStopped(Exception):
+    """A call that is not a plain read was made while a batched read was recording its calls."""
+
+
+def _read_key(method: str, params: Any) -> str | None:
+    """The cache key of a plain read (``None`` for anything else)."""
+    if method not in _READ_STUBS:
+        return None
+    try:
+        return json.dumps([method, params], sort_keys=True)
+    except TypeError:
+        return None
+
+
+def _stub_key(method: str, params: Any) -> tuple[str, ...]:
+    """Calls whose results share a shape: the same contract function, else the same method."""
+    if method == "eth_call" and params and isinstance(params[0], dict):
+        call = params[0]
+        return (method, str(call.get("to", "")).lower(), str(call.get("data", ""))[:10])
+    return (method,)
+
+
 class _HTTPChain(Chain):
     """A chain reached over JSON-RPC HTTP (anvil or any endpoint): reads batch in one request."""
 
@@ -293,6 +389,25 @@ class _HTTPChain(Chain):
             bytes.fromhex(str(r["result"])[2:]) if "result" in r and r["result"] is not None else None
             for r in responses
         ]
+
+    #: Make a :meth:`read_batched` read's calls in one batch (False: one request a call, as before).
+    batch_reads = True
+
+    def read_batched(self, read: Callable[[], _T]) -> _T:
+        provider = self.w3.provider
+        if not self.batch_reads or not isinstance(provider, _KeepAliveProvider):
+            return read()
+        return provider.batched(read)
+
+
+class SnapshotPool:
+    """Snapshot ids of one state, oldest first; :meth:`AnvilChain.revert` uses the newest."""
+
+    def __init__(self, ids: list[str]) -> None:
+        self.ids = ids
+
+    def __repr__(self) -> str:
+        return f"SnapshotPool({self.ids})"
 
 
 class AnvilChain(_HTTPChain):
@@ -334,6 +449,47 @@ class AnvilChain(_HTTPChain):
                 time.sleep(0.02)
         # One second per block, from the parent block: chain time stays consistent across reverts.
         self.w3.manager.request_blocking("anvil_setBlockTimestampInterval", [1])
+
+    #: Snapshots taken at once (see :meth:`snapshot`); 1: revert, then take the snapshot again.
+    snapshot_pool = 16
+
+    def snapshot(self) -> Any:
+        """Take :attr:`snapshot_pool` snapshots of the current state in one batch; returns them as a
+        :class:`SnapshotPool` for :meth:`revert`."""
+        if self.snapshot_pool <= 1:
+            return super().snapshot()
+        return SnapshotPool(self._take_snapshots(self.snapshot_pool))
+
+    def revert(self, snapshot_id: Any) -> Any:
+        """Revert to ``snapshot_id`` (a :class:`SnapshotPool` or a plain id); returns what the next
+        revert takes.
+
+        anvil's ``evm_revert`` drops the id it reverts to and every id taken after it, and keeps the
+        older ones: a pool of ids taken at one state, used highest first, gives one revert per reset
+        with no ``evm_snapshot`` after it; the pool is taken again (one batch) once it is used up.
+        """
+        if not isinstance(snapshot_id, SnapshotPool):
+            return super().revert(snapshot_id)
+        pool = snapshot_id
+        sid = pool.ids.pop()
+        if self.raw_request("evm_revert", [sid]) is not True:
+            raise ChainError(f"evm_revert({sid}) refused by {self.name}")
+        if not pool.ids:  # the state is the snapshot's again: take the next pool here
+            pool.ids.extend(self._take_snapshots(self.snapshot_pool))
+        return pool
+
+    def _take_snapshots(self, n: int) -> list[str]:
+        provider = self.w3.provider
+        if isinstance(provider, _KeepAliveProvider):
+            # The calls of a batch run concurrently in anvil; these only read the state, so any order
+            # gives n ids of the same state.
+            responses = provider.batch([("evm_snapshot", [])] * n)
+            if any(r.get("result") is None for r in responses):
+                raise ChainError(f"evm_snapshot refused by {self.name}: {responses}")
+            ids = [str(r["result"]) for r in responses]
+        else:
+            ids = [str(self.raw_request("evm_snapshot", [])) for _ in range(n)]
+        return sorted(ids, key=lambda i: int(i, 16))
 
     @property
     def pid(self) -> int:

@@ -160,7 +160,6 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
         self.world: Any = None
         self.sandbox: Any = None
         self._snapshot: Any = None
-        self._reads_of: dict[str, list[tuple[str, str]]] = {}  # task id -> its last pre-state eth_calls
         self.instance: TaskInstance | None = None
         self._reset_state()
 
@@ -287,10 +286,8 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
             self.world.forget_nonces()
             reference.setup(self.world, task_id, self.instance.params)
         self.world.forget_nonces()
-        # The pre-state reads of this task's last reset, made in one batch (misses are read one by one).
-        with self.chain.prefetch(self._reads_of.get(task_id, [])) as seen:
-            self.before = self._measure(logic)
-        self._reads_of[task_id] = list(dict.fromkeys(seen))
+        # The pre-state reads in one JSON-RPC batch where the backend takes one (same values).
+        self.before = self.chain.read_batched(lambda: self._measure(logic))
         t_end = time.perf_counter()
         info = {
             "task_id": task_id,
