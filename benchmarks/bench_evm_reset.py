@@ -2,7 +2,7 @@
 
 The benchmark lives in :mod:`lynn.bench.evm_reset` so that ``lynn bench evm-reset`` runs it too (same flags).
 
-    .venv/bin/python benchmarks/bench_evm_reset.py [--n 30]
+    .venv/bin/python benchmarks/bench_evm_reset.py [--n 30] [--rounds 3]
 """
 
 from __future__ import annotations
