@@ -11,6 +11,7 @@ import pytest
 from lynn.agents.web_expert import WebExpert, find_elements
 from lynn.envs.liveweb.liveweb_env import LiveWebEnv
 from lynn.envs.liveweb.tasks import load_tasks
+from tests.envs.liveweb._split import in_two
 
 KEYS = ("url", "title", "axtree", "open_pages", "last_action", "last_action_error")
 
@@ -42,34 +43,51 @@ def _one_per_template() -> list[str]:
     return [rng.choice(ids) for _, ids in sorted(by_template.items())]
 
 
+def _compare(pair: tuple[LiveWebEnv, LiveWebEnv] | None, tids: list[str]) -> list[tuple]:
+    """The expert on each instance in both envs in lockstep (fast click in the first, Playwright's in the
+    second), asserting equal observations and outcomes at every step; (task id, clicks, failure or None)."""
+    own = pair is None
+    fast, playwright = pair or (LiveWebEnv(), LiveWebEnv())
+    try:
+        agent = WebExpert(fast)
+        out = []
+        for tid in tids:
+            clicks = 0
+            obs_f, info_f = fast.reset(options={"task_id": tid})
+            obs_p, _ = playwright.reset(options={"task_id": tid})
+            fast.browser.fast_click, playwright.browser.fast_click = True, False
+            assert _same_site(obs_f, fast) == _same_site(obs_p, playwright), tid
+            agent.reset(seed=0)
+            for step in range(30):
+                action = agent.act(obs_f, info_f)
+                clicks += action.startswith("click(")
+                obs_f, r_f, term_f, trunc_f, info_f = fast.step(action)
+                for site, url in fast.urls.items():  # e.g. goto(URL) of the fast env's own server
+                    action = action.replace(url, playwright.urls[site]) if site in playwright.urls else action
+                obs_p, r_p, term_p, trunc_p, _ = playwright.step(action)
+                assert _same_site(obs_f, fast) == _same_site(obs_p, playwright), (tid, step, action)
+                assert (r_f, term_f, trunc_f) == (r_p, term_p, trunc_p), (tid, step, action)
+                if term_f or trunc_f:
+                    break
+            failure = None if r_f == 1.0 else (tid, info_f.get("error"), info_f.get("eval"))
+            out.append((tid, clicks, failure))
+        return out
+    finally:
+        if own:
+            fast.close()
+            playwright.close()
+
+
 @pytest.mark.slow
 def test_fast_click_observes_and_scores_like_playwright_click_on_every_template(
     pair: tuple[LiveWebEnv, LiveWebEnv],
 ) -> None:
-    fast, playwright = pair
-    agent = WebExpert(fast)
-    clicks, failures = 0, []
-    for tid in _one_per_template():
-        obs_f, info_f = fast.reset(options={"task_id": tid})
-        obs_p, _ = playwright.reset(options={"task_id": tid})
-        fast.browser.fast_click, playwright.browser.fast_click = True, False
-        assert _same_site(obs_f, fast) == _same_site(obs_p, playwright), tid
-        agent.reset(seed=0)
-        for step in range(30):
-            action = agent.act(obs_f, info_f)
-            clicks += action.startswith("click(")
-            obs_f, r_f, term_f, trunc_f, info_f = fast.step(action)
-            for site, url in fast.urls.items():  # e.g. goto(URL) of the fast env's own server
-                action = action.replace(url, playwright.urls[site]) if site in playwright.urls else action
-            obs_p, r_p, term_p, trunc_p, _ = playwright.step(action)
-            assert _same_site(obs_f, fast) == _same_site(obs_p, playwright), (tid, step, action)
-            assert (r_f, term_f, trunc_f) == (r_p, term_p, trunc_p), (tid, step, action)
-            if term_f or trunc_f:
-                break
-        if r_f != 1.0:
-            failures.append((tid, info_f.get("error"), info_f.get("eval")))
+    tids = _one_per_template()
+    runs = in_two(_compare, tids, pair)  # half of the templates in a second process, with its own pair
+    assert [tid for tid, _, _ in runs] == tids
+    failures = [f for _, _, f in runs if f is not None]
     assert not failures, failures  # the expert still solves every template
-    assert clicks >= 40  # the comparison exercised the fast path
+    assert sum(c for _, c, _ in runs) >= 40  # the comparison exercised the fast path
 
 
 def test_a_covered_element_is_an_error_not_a_click_on_what_covers_it(
