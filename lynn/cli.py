@@ -273,6 +273,7 @@ def cmd_train_lm(args: argparse.Namespace) -> int:
         compact=args.compact,
         choice_loss=args.choice_loss,
         choice_negatives=args.choice_negatives,
+        choice_sample=args.choice_sample,
         slots=args.slots,
         history=args.history,
     )
@@ -592,7 +593,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=0.0,
         help="weight of the multiple-choice loss over demos' extra['negatives'] (LiveWeb candidates)",
     )
-    lm.add_argument("--choice-negatives", type=int, default=4, help="wrong replies per demo in that loss")
+    lm.add_argument(
+        "--choice-negatives", type=int, default=4, help="wrong replies per demo in that loss (-1: all listed)"
+    )
+    lm.add_argument(
+        "--choice-sample",
+        action="store_true",
+        help="draw --choice-negatives of each demo's listed wrong replies afresh each time it is batched",
+    )
     lm.add_argument(
         "--slots", action="store_true", help="EVMQuest: task-line literals as @A1/@N1 slots (lynn.lm.slots)"
     )

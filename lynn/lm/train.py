@@ -80,7 +80,9 @@ class TrainConfig:
             takes the best candidate by, so training fits the decision the agent makes, not only the reply's
             tokens (a model trained on the tokens alone learns that short replies are likely and answers
             before it has navigated). Negatives are taken in the listed order (hardest first when mined).
-        choice_negatives: wrong replies per demonstration in the multiple-choice loss.
+        choice_negatives: wrong replies per demonstration in the multiple-choice loss (-1: all it lists, e.g.
+            the step's whole candidate set). A demonstration with ``extra["choice_only"]`` (a step of a
+            multi-part answer, :func:`lynn.lm.web_candidates.ranked_demos`) enters this loss only.
         slots: EVMQuest literal slots (:mod:`lynn.lm.slots`): the task line's literals are masked in prompt
             and reply, so the model writes ``@A1`` where it would copy 40 hex digits; recorded in the summary,
             which is how :class:`lynn.agents.llm.LMPolicy` knows to mask and unmask at act time.
@@ -111,6 +113,7 @@ class TrainConfig:
     compact: bool = False
     choice_loss: float = 0.0
     choice_negatives: int = 4
+    choice_sample: bool = False
     slots: bool = False
     history: bool = False
 
@@ -140,32 +143,38 @@ def model_config(size: str, vocab_size: int, tokenizer: Any) -> Any:
 class _Collator:
     """Right-pads ``input_ids``/``labels`` of a batch (training pads right; generation pads left).
 
-    Examples with ``choices`` (the multiple-choice loss) add their wrong replies as extra rows after the
-    batch's own rows; ``choice_groups`` holds, per example with choices, its own row and its negatives' rows.
+    A batch whose examples carry ``choices`` (the multiple-choice loss; wrong replies' tokens) is packed
+    instead: one row per example holds its prompt, its own reply and then each wrong reply, every reply
+    attending to the prompt and to itself only (a 4D mask) and numbered from the prompt's end
+    (``position_ids``), so each reply is scored exactly as if it followed the prompt alone. ``score_src``/
+    ``score_tgt``/``score_seg`` say, per reply token, which position's logits predict it, the token, and
+    the reply it belongs to (0: the example's own; -1: padding); ``nll`` weights each example's own-reply
+    loss (0.0 for a choice-only example).
     """
 
-    def __init__(self, pad_id: int) -> None:
-        self.pad_id = pad_id
+    def __init__(self, pad_id: int, sample: int = -1, seed: int = 0) -> None:
+        self.pad_id, self.sample, self.seed = pad_id, sample, seed
+        self.drawn: dict[int, int] = {}
 
     def __call__(self, batch: list[dict[str, Any]]) -> dict[str, Any]:
-        import torch
-
         if any(b.get("choices") for b in batch):
-            rows = [{"input_ids": b["input_ids"], "labels": b["labels"]} for b in batch]
-            groups = []
-            for i, b in enumerate(batch):
-                if b.get("choices"):
-                    g = [i]
-                    for c in b["choices"]:
-                        g.append(len(rows))
-                        rows.append(c)
-                    groups.append(g)
-            out = self._pad(rows)
-            width = max(len(g) for g in groups)
-            out["choice_groups"] = torch.tensor([g + [-1] * (width - len(g)) for g in groups])
-            out["n_own"] = torch.tensor(len(batch))
-            return out
+            if self.sample >= 0:
+                batch = [self._draw(b) for b in batch]
+            return self._pack(batch)
         return self._pad(batch)
+
+    def _draw(self, b: dict[str, Any]) -> dict[str, Any]:
+        import random
+        import zlib
+
+        choices = b.get("choices") or []
+        if len(choices) <= self.sample:
+            return b
+        key = zlib.crc32(bytes(str(b["input_ids"]), "ascii"))
+        k = self.drawn.get(key, 0)
+        self.drawn[key] = k + 1
+        rng = random.Random(f"{self.seed}/{key}/{k}")
+        return {**b, "choices": rng.sample(choices, self.sample)}
 
     def _pad(self, batch: list[dict[str, Any]]) -> dict[str, Any]:
         import torch
@@ -181,53 +190,131 @@ class _Collator:
             mask[i, :k] = 1
         return {"input_ids": ids, "labels": labels, "attention_mask": mask}
 
+    def _pack(self, batch: list[dict[str, Any]]) -> dict[str, Any]:
+        import torch
 
-def _choice_rows(
-    tokenizer: Any, messages: list[dict[str, str]], negatives: list[str], ex: dict[str, list[int]]
-) -> list[dict[str, list[int]]]:
-    """Wrong replies as rows with the example's (possibly cut) prompt, labels on the reply only."""
+        rows, poss, srcs, tgts, segs, spans = [], [], [], [], [], []
+        for b in batch:
+            n_prompt = next(i for i, x in enumerate(b["labels"]) if x != -100)
+            prompt = list(b["input_ids"][:n_prompt])
+            replies = [list(b["input_ids"][n_prompt:]), *[list(c) for c in b.get("choices") or []]]
+            row, pos, src, tgt, seg, span = list(prompt), list(range(n_prompt)), [], [], [], []
+            for r_i, r in enumerate(replies):
+                start = len(row)
+                for j, t in enumerate(r):
+                    src.append(n_prompt - 1 if j == 0 else start + j - 1)
+                    tgt.append(t)
+                    seg.append(r_i)
+                row += r
+                pos += [n_prompt + j for j in range(len(r))]
+                span.append((start, len(r)))
+            rows.append(row)
+            poss.append(pos)
+            srcs.append(src)
+            tgts.append(tgt)
+            segs.append(seg)
+            spans.append((n_prompt, span))
+        n, k = max(map(len, rows)), max(map(len, srcs))
+        B = len(batch)
+        ids = torch.full((B, n), self.pad_id, dtype=torch.long)
+        pos_t = torch.zeros((B, n), dtype=torch.long)
+        allow = torch.zeros((B, n, n), dtype=torch.bool)
+        src_t = torch.zeros((B, k), dtype=torch.long)
+        tgt_t = torch.zeros((B, k), dtype=torch.long)
+        seg_t = torch.full((B, k), -1, dtype=torch.long)
+        causal = torch.ones((n, n), dtype=torch.bool).tril()
+        for i in range(B):
+            m = len(rows[i])
+            ids[i, :m] = torch.tensor(rows[i])
+            pos_t[i, :m] = torch.tensor(poss[i])
+            n_prompt, span = spans[i]
+            allow[i, :n_prompt, :n_prompt] = causal[:n_prompt, :n_prompt]
+            for start, length in span:
+                allow[i, start : start + length, :n_prompt] = True
+                allow[i, start : start + length, start : start + length] = causal[:length, :length]
+            allow[i, m:, 0] = True  # padding rows attend somewhere (their outputs are never read)
+            c = len(srcs[i])
+            src_t[i, :c] = torch.tensor(srcs[i])
+            tgt_t[i, :c] = torch.tensor(tgts[i])
+            seg_t[i, :c] = torch.tensor(segs[i])
+        mask = torch.zeros((B, 1, n, n))
+        mask.masked_fill_(~allow.unsqueeze(1), torch.finfo(torch.float32).min)
+        return {
+            "input_ids": ids,
+            "position_ids": pos_t,
+            "attention_mask": mask,
+            "score_src": src_t,
+            "score_tgt": tgt_t,
+            "score_seg": seg_t,
+            "nll": torch.tensor([float(b.get("nll", 1.0)) for b in batch]),
+        }
+
+
+def _choice_replies(tokenizer: Any, messages: list[dict[str, str]], negatives: list[str]) -> list[list[int]]:
+    """The wrong replies' tokens (with the end-of-turn token), as they follow the example's prompt.
+
+    The replies are encoded in one batch as ``reply + end-of-turn`` text (a chat template per reply costs
+    seconds per thousand, and a LiveWeb step has ~50); the first is checked against the template's own
+    encoding, and a template where the two differ falls back to one template call per reply."""
     from lynn.lm.tokenizer import encode_chat
 
-    n_prompt = next(i for i, x in enumerate(ex["labels"]) if x != -100)
-    prompt = ex["input_ids"][:n_prompt]
     head = encode_chat(tokenizer, messages[:-1], add_generation_prompt=True)
-    rows = []
-    for neg in negatives:
+
+    def slow(neg: str) -> list[int]:
         full = encode_chat(
             tokenizer, [*messages[:-1], {"role": "assistant", "content": neg}], add_generation_prompt=False
         )
-        reply = full[len(head) :]
-        rows.append({"input_ids": prompt + reply, "labels": [-100] * len(prompt) + reply})
-    return rows
+        return full[len(head) :]
+
+    marker = "\x00"
+    text = tokenizer.apply_chat_template(
+        [*messages[:-1], {"role": "assistant", "content": marker}],
+        tokenize=False,
+        add_generation_prompt=False,
+    )
+    end = text[text.rindex(marker) + 1 :]
+    fast = tokenizer([n + end for n in negatives], add_special_tokens=False)["input_ids"]
+    if list(fast[0]) != slow(negatives[0]):
+        return [slow(n) for n in negatives]
+    return [list(f) for f in fast]
 
 
 def _choice_trainer(base: Any, weight: float) -> Any:
-    """A ``Trainer`` subclass whose loss is the next-token loss on the batch's own rows plus ``weight`` times
-    the multiple-choice cross-entropy of each group (expert reply first) over summed reply log-likelihoods."""
+    """A ``Trainer`` subclass whose loss is the next-token loss on each example's own reply plus ``weight``
+    times the multiple-choice cross-entropy of that reply among the example's wrong replies, each scored by
+    its summed log-likelihood (the score :func:`lynn.lm.web_candidates.score_replies` ranks candidates by).
+
+    Why packed rows (:class:`_Collator`): a candidate set is tens of short replies after one long prompt
+    (LiveWeb: ~400 prompt tokens, ~50 replies of ~12). A row per reply repeats the prompt per reply; one
+    row of prompt + replies with a block mask costs about two prompts, which is what lets the loss take a
+    step's *whole* candidate set — the decision the policy makes — instead of a few negatives."""
     import torch
 
     class ChoiceTrainer(base):
         def compute_loss(
             self, model: Any, inputs: dict[str, Any], return_outputs: bool = False, **kw: Any
         ) -> Any:
-            groups = inputs.pop("choice_groups", None)
-            n_own = inputs.pop("n_own", None)
-            if groups is None:
+            if "score_src" not in inputs:
                 return super().compute_loss(model, inputs, return_outputs=return_outputs, **kw)
-            labels = inputs.pop("labels")
-            out = model(**inputs)
-            logp = torch.log_softmax(out.logits[:, :-1].float(), -1)
-            tgt = labels[:, 1:]
-            mask = tgt != -100
-            tok = logp.gather(-1, tgt.clamp(min=0).unsqueeze(-1)).squeeze(-1) * mask
-            own = int(n_own)
-            nll = -tok[:own].sum() / mask[:own].sum().clamp(min=1)
-            seq = tok.sum(-1)
-            valid = groups >= 0
-            scores = torch.where(
-                valid, seq[groups.clamp(min=0)], torch.full_like(seq[groups.clamp(min=0)], -1e9)
+            src, tgt, seg = inputs.pop("score_src"), inputs.pop("score_tgt"), inputs.pop("score_seg")
+            nll_w = inputs.pop("nll")
+            out = model(**inputs, use_cache=False)
+            logits = out.logits.float()
+            picked = logits.gather(1, src.unsqueeze(-1).expand(-1, -1, logits.shape[-1]))
+            tok = torch.log_softmax(picked, -1).gather(-1, tgt.unsqueeze(-1)).squeeze(-1)
+            valid = seg >= 0
+            tok = tok * valid
+            n_seg = int(seg.max()) + 1
+            scores = torch.zeros((seg.shape[0], n_seg), dtype=tok.dtype, device=tok.device)
+            scores = scores.scatter_add(1, seg.clamp(min=0), tok)
+            present = torch.zeros_like(seg).scatter_add(1, seg.clamp(min=0), valid.long())[:, :n_seg] > 0
+            scores = scores.masked_fill(~present, -1e9)
+            own = seg == 0
+            w = nll_w.to(tok.dtype).unsqueeze(-1)
+            nll = -(tok * own * w).sum() / (own * w).sum().clamp(min=1)
+            choice = torch.nn.functional.cross_entropy(
+                scores, torch.zeros(len(scores), dtype=torch.long, device=scores.device)
             )
-            choice = torch.nn.functional.cross_entropy(scores, torch.zeros(len(groups), dtype=torch.long))
             loss = nll + weight * choice
             return (loss, out) if return_outputs else loss
 
@@ -399,11 +486,14 @@ def train_lm(cfg: TrainConfig, reply_transform: Any = None) -> dict[str, Any]:
         if ex is None:
             dropped += 1
         else:
-            negs = [n for n in d.extra.get("negatives", []) if n != msgs[-1]["content"]][
-                : cfg.choice_negatives
-            ]
+            negs = [n for n in d.extra.get("negatives", []) if n != msgs[-1]["content"]]
+            if cfg.choice_negatives >= 0 and not cfg.choice_sample:
+                negs = negs[: cfg.choice_negatives]
             if cfg.choice_loss > 0 and negs:
-                ex["choices"] = _choice_rows(tokenizer, msgs, negs, ex)
+                ex["choices"] = _choice_replies(tokenizer, msgs, negs)
+                ex["nll"] = 0.0 if d.extra.get("choice_only") else 1.0
+            elif d.extra.get("choice_only"):
+                continue  # a step of a longer answer: no reply to learn without the choice loss
             examples.append(ex)
     if not examples:
         raise ValueError(
@@ -472,7 +562,9 @@ def train_lm(cfg: TrainConfig, reply_transform: Any = None) -> dict[str, Any]:
         model=model,
         args=args,
         train_dataset=examples,
-        data_collator=_Collator(tokenizer.pad_token_id),
+        data_collator=_Collator(
+            tokenizer.pad_token_id, cfg.choice_negatives if cfg.choice_sample else -1, cfg.seed
+        ),
         callbacks=[_Cap()],
     )
     ckpts = sorted((out / "checkpoints").glob("checkpoint-*"), key=lambda p: int(p.name.split("-")[-1]))

@@ -313,19 +313,68 @@ def episode_steps(transitions: Sequence[dict[str, Any]]) -> list[dict[str, Any]]
     return out
 
 
+@dataclass
+class AnswerPlan:
+    """The decisions :meth:`RankedChooser._extend` takes to build an answer reply, as replies: ``first`` (its
+    first part, picked among the page's candidates), ``steps`` (per extension, the reply to reach and the
+    ones weighed there: stopping a part early, other extensions) and ``stops`` (the complete answer's own
+    extensions, one part too many: stopping is right)."""
+
+    first: str
+    steps: list[tuple[str, list[str]]]
+    stops: list[str]
+
+
+def answer_plan(reply: str, spans: Sequence[str]) -> AnswerPlan | None:
+    """The :class:`AnswerPlan` of ``reply`` (``answer "3; Elena Silva, Grace Costa"``) on a page with the answer
+    spans ``spans``; None for a reply that is no answer, ``answer "done"``, or holds a part that is no span
+    (the chooser cannot build it)."""
+    if not (reply.startswith('answer "') and reply.endswith('"')) or reply == 'answer "done"':
+        return None
+    text = reply[len('answer "') : -1]
+    pieces = re.split(r"(; |, )", text)
+    parts, seps = pieces[0::2], pieces[1::2]
+    shown = {q(sp)[1:-1]: q(sp)[1:-1] for sp in spans}
+    if any(p not in shown for p in parts):
+        return None
+    names = list(shown)
+
+    def exts(prefix: str) -> list[str]:
+        return [f"answer {q(prefix + sep + sp)}" for sep in ("; ", ", ") for sp in names]
+
+    steps, prefix = [], parts[0]
+    for k in range(1, len(parts)):
+        target = prefix + seps[k - 1] + parts[k]
+        others = [f"answer {q(prefix)}", *[e for e in exts(prefix) if e != f"answer {q(target)}"]]
+        steps.append((f"answer {q(target)}", others))
+        prefix = target
+    return AnswerPlan(f"answer {q(parts[0])}", steps, exts(text))
+
+
 def ranked_demos(
     steps: Sequence[dict[str, Any]],
     fmt: WebFormat,
     source: str = "expert",
     negatives: int = 0,
     miner: tuple[Any, Any] | None = None,
+    max_extensions: int = 24,
 ) -> list[Any]:
     """Chat demonstrations in the ranked format (one per step whose reply the candidate set holds).
 
     ``negatives > 0`` stores that many of the step's other candidate replies in ``extra["negatives"]`` (for
     ``lynn train lm --choice-loss``): the ones ``miner`` (a ``(model, tokenizer)`` pair) scores highest —
-    the mistakes that model would make — or, without a miner, a seeded random draw.
+    the mistakes that model would make — or, without a miner, a seeded random draw. ``negatives < 0``
+    stores them all: the whole decision the policy takes at that step.
+
+    With ``negatives < 0``, an answer also gets the decisions :class:`RankedChooser` takes after it picks the best
+    single candidate (:func:`answer_plan`): a multi-part answer (``"3; Elena Silva, Grace Costa"``) first
+    picks its first part among the page's candidates, then extends one part at a time, then stops. The
+    first pick and each extension are ``choice_only`` demonstrations (no next-token loss: a partial answer
+    is no reply); the complete answer's demonstration weighs it against up to ``max_extensions`` of its own
+    extensions (and, for a one-part answer, against the page's other candidates too).
     """
+    import random
+
     from lynn.lm.data import Demo
 
     ranker = fmt.make_ranker()
@@ -336,21 +385,13 @@ def ranked_demos(
         page = parse_page(str(st["obs"].get("axtree", "")))
         units = top_units(st["obs"], st["replies"], fmt, ranker)
         msgs = render_ranked(st["obs"], st["replies"], fmt, units)
-        extra: dict[str, Any] = {}
-        if negatives > 0:
-            wrong = [r for r, _ in candidates(st["obs"], units, fmt, page) if r != st["reply"]]
-            if miner is not None and wrong:
-                sc = score_replies(miner[0], miner[1], msgs, wrong, fmt.norm if fmt.norm != "pmi" else "sum")
-                wrong = [wrong[i] for i in sorted(range(len(wrong)), key=lambda i: -sc[i])]
-            else:
-                import random
+        rng = random.Random(f"{st['task_id']}/{st['seed']}/{st['step']}")
 
-                random.Random(f"{st['task_id']}/{st['seed']}/{st['step']}").shuffle(wrong)
-            extra["negatives"] = wrong[:negatives]
-        msgs.append({"role": "assistant", "content": st["reply"]})
-        out.append(
-            Demo(
-                msgs,
+        def demo(
+            reply: str, extra: dict[str, Any], msgs: list[dict[str, str]] = msgs, st: dict[str, Any] = st
+        ) -> Any:
+            return Demo(
+                [*msgs, {"role": "assistant", "content": reply}],
                 "Lynn/LiveWeb-v0",
                 st["task_id"],
                 int(st["seed"]),
@@ -360,7 +401,35 @@ def ranked_demos(
                 True,
                 extra,
             )
-        )
+
+        if negatives == 0:
+            out.append(demo(st["reply"], {}))
+            continue
+        wrong = [r for r, _ in candidates(st["obs"], units, fmt, page) if r != st["reply"]]
+        if negatives > 0:
+            if miner is not None and wrong:
+                sc = score_replies(miner[0], miner[1], msgs, wrong, fmt.norm if fmt.norm != "pmi" else "sum")
+                wrong = [wrong[i] for i in sorted(range(len(wrong)), key=lambda i: -sc[i])]
+            else:
+                rng.shuffle(wrong)
+            wrong = wrong[:negatives]
+        plan = answer_plan(st["reply"], answer_spans(units)) if negatives < 0 else None
+        if plan is not None:
+            stops = list(plan.stops)
+            rng.shuffle(stops)
+            if plan.steps:  # multi-part: the full answer is no candidate; its first part is
+                out.append(
+                    demo(
+                        plan.first, {"negatives": [w for w in wrong if w != plan.first], "choice_only": True}
+                    )
+                )
+                for target, others in plan.steps:
+                    others = list(others)
+                    rng.shuffle(others)
+                    out.append(demo(target, {"negatives": others[:max_extensions], "choice_only": True}))
+                wrong = []
+            wrong = [*wrong, *stops[:max_extensions]]
+        out.append(demo(st["reply"], {"negatives": wrong}))
     return out
 
 

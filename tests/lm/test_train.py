@@ -240,3 +240,52 @@ def test_choice_loss_fits_the_decision_the_policy_takes(tmp_path: Path) -> None:
     acc_choice = _choice_accuracy(tmp_path / "choice", tmp_path / "demos.jsonl")
     assert acc_choice >= 0.9, (acc_plain, acc_choice)
     assert acc_choice > acc_plain, (acc_plain, acc_choice)
+
+
+def test_packed_choice_rows_score_each_reply_as_if_it_followed_the_prompt_alone(tmp_path: Path) -> None:
+    """The choice loss's packed row (prompt, own reply, wrong replies under a block mask) gives every reply
+    the summed log-likelihood :func:`score_replies` gives it at act time, and the loss is that group's
+    cross-entropy plus the own reply's token loss."""
+    import torch
+    from transformers import AutoTokenizer, LlamaForCausalLM
+
+    from lynn.lm.data import read_demos
+    from lynn.lm.tokenizer import encode_example, train_tokenizer
+    from lynn.lm.train import _choice_replies, _choice_trainer, _Collator
+    from lynn.lm.web_candidates import score_replies
+
+    _choice_demos(tmp_path)
+    demos = read_demos(tmp_path / "demos.jsonl")[:4]
+    tok = train_tokenizer([m["content"] for d in demos for m in d.messages], vocab_size=300)
+    tok.save_pretrained(str(tmp_path / "tok"))
+    tok = AutoTokenizer.from_pretrained(tmp_path / "tok")
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(model_config("tiny", len(tok), tok)).eval()
+    exs = []
+    for d in demos:
+        ex = encode_example(tok, d.messages, 256)
+        ex["choices"] = _choice_replies(tok, d.messages, d.extra["negatives"])
+        exs.append(ex)
+    batch = _Collator(tok.pad_token_id)(exs)
+    want = []
+    for d in demos:
+        sc = score_replies(model, tok, d.messages[:-1], [d.messages[-1]["content"], *d.extra["negatives"]])
+        want.append(torch.log_softmax(torch.tensor(sc), 0)[0])
+    trainer = _choice_trainer(object, 1.0)
+    loss = trainer.compute_loss(trainer.__new__(trainer), model, dict(batch))
+    plain = _Collator(tok.pad_token_id)._pad(exs)
+    with torch.no_grad():
+        nll = model(**plain).loss  # mean token loss of the own replies
+    expected = nll + (-torch.stack(want)).mean()
+    assert abs(float(loss) - float(expected)) < 1e-4, (float(loss), float(expected))
+
+
+def test_choice_sample_draws_a_seeded_subset_anew_each_time() -> None:
+    from lynn.lm.train import _Collator
+
+    ex = {"input_ids": [1, 2, 3, 4], "labels": [-100, -100, 3, 4], "choices": [[10 + i] for i in range(12)]}
+    a, b = _Collator(0, sample=3, seed=0), _Collator(0, sample=3, seed=0)
+    first = [a._draw(ex)["choices"] for _ in range(4)]
+    assert first == [b._draw(ex)["choices"] for _ in range(4)]  # same seed, same draws
+    assert all(len(c) == 3 and all(x in ex["choices"] for x in c) for c in first)
+    assert len({str(c) for c in first}) > 1  # a fresh draw each time the demo is batched

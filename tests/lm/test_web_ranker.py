@@ -156,3 +156,55 @@ def test_positives_of_a_multi_part_answer() -> None:
     ax = '[e1] main:\n  [e2] paragraph: (2 reviews)\n  [e3] article "Review by Ana Lee"\n  [e4] article "Review by Bo Wu"'
     step = {"goal": "g", "axtree": ax, "action": "send_msg_to_user('2; Ana Lee, Bo Wu')"}
     assert positives(step, parse_page(ax)) == {"e3", "e4"}
+
+
+def test_answer_plan_is_the_choosers_path_to_a_multi_part_answer() -> None:
+    """The plan of ``2; Ana Lee, Bo Wu`` is the chooser's greedy path: the first part among the page's single
+    candidates, one extension per step (each weighed against stopping early and the other extensions), and
+    the full answer weighed against its own extensions; a part the page does not show has no plan."""
+    from lynn.lm.web_candidates import answer_plan
+
+    ax = '[e1] main:\n  [e2] paragraph: (2 reviews)\n  [e3] article "Review by Ana Lee"\n  [e4] article "Review by Bo Wu"'
+    spans = answer_spans(parse_page(ax))
+    plan = answer_plan('answer "2; Ana Lee, Bo Wu"', spans)
+    assert plan is not None and plan.first == 'answer "2"'
+    assert [t for t, _ in plan.steps] == ['answer "2; Ana Lee"', 'answer "2; Ana Lee, Bo Wu"']
+    assert 'answer "2"' in plan.steps[0][1] and 'answer "2, Ana Lee"' in plan.steps[0][1]
+    assert all(t not in others for t, others in plan.steps)
+    assert (
+        'answer "2; Ana Lee, Bo Wu, Bo Wu"' in plan.stops and 'answer "2; Ana Lee, Bo Wu"' not in plan.stops
+    )
+    one = answer_plan('answer "Ana Lee"', spans)
+    assert one is not None and one.steps == [] and 'answer "Ana Lee; Bo Wu"' in one.stops
+    assert answer_plan('answer "2; Ana Lee, Zed Ray"', spans) is None
+    assert answer_plan('answer "done"', spans) is None and answer_plan('click link "x"', spans) is None
+
+
+def test_whole_candidate_set_demos_hold_every_other_candidate(fmt: WebFormat) -> None:
+    """``ranked_demos(negatives=-1)``: each demo's negatives are all the step's other candidates (plus, for an
+    answer, its extensions); a multi-part answer adds choice-only demos for its first part and extensions."""
+    from lynn.lm.web_candidates import ranked_demos
+
+    steps = [dict(s, obs=_obs(s), reply=reply_for(s["action"], _obs(s))) for s in STEPS]
+    demos = ranked_demos(steps, fmt, negatives=-1)
+    main = [d for d in demos if not d.extra.get("choice_only")]
+    assert len(main) == sum(1 for s in steps if s["reply"] is not None)
+    for d, s in zip(main, [s for s in steps if s["reply"] is not None], strict=True):
+        cands = [r for r, _ in candidates(s["obs"], top_units(s["obs"], s["replies"], fmt), fmt)]
+        reply = d.messages[-1]["content"]
+        assert reply not in d.extra["negatives"]
+        if not (reply.startswith("answer") and (";" in reply or "," in reply)):
+            assert set(cands) - {reply} <= set(d.extra["negatives"])
+    ax = '[e1] main:\n  [e2] paragraph: (2 reviews)\n  [e3] article "Review by Ana Lee"\n  [e4] article "Review by Bo Wu"'
+    obs = {"goal": "Who reviewed it?", "axtree": ax, "url": "http://shop/p/1", "title": "P"}
+    st = {"obs": obs, "replies": [], "reply": 'answer "2; Ana Lee, Bo Wu"', "task_id": "t", "seed": 0}
+    multi = ranked_demos([dict(st, split="train", step=0)], fmt, negatives=-1)
+    assert [(d.messages[-1]["content"], bool(d.extra.get("choice_only"))) for d in multi] == [
+        ('answer "2"', True),
+        ('answer "2; Ana Lee"', True),
+        ('answer "2; Ana Lee, Bo Wu"', True),
+        ('answer "2; Ana Lee, Bo Wu"', False),
+    ]
+    assert (
+        'answer "Ana Lee"' in multi[0].extra["negatives"]
+    )  # the first part is picked among the page's spans
