@@ -29,7 +29,7 @@ _T = TypeVar("_T")
 
 # Read-only JSON-RPC methods a batched read serves from its one batch, with the stand-in result each
 # gets while the read's calls are being recorded (when no earlier real result of the same call is known).
-_READ_STUBS: dict[str, str] = {
+_READ_PLACEHOLDERS: dict[str, str] = {
     "eth_call": "0x" + "00" * 256,
     "eth_getBalance": "0x0",
     "eth_blockNumber": "0x0",
@@ -260,17 +260,17 @@ class _KeepAliveProvider(HTTPProvider):
                 if key is None:  # not a plain read: stop recording here, send nothing
                     raise _RecordingStopped(method)
                 if key not in self._recorded:
-                    stub = self._last_exact.get(
-                        key, self._last.get(_stub_key(method, params), _READ_STUBS[method])
+                    placeholder = self._last_exact.get(
+                        key, self._last.get(_placeholder_key(method, params), _READ_PLACEHOLDERS[method])
                     )
-                    self._recorded[key] = (method, params, stub)
+                    self._recorded[key] = (method, params, placeholder)
                 return {"jsonrpc": "2.0", "id": 0, "result": self._recorded[key][2]}
             if key is None:  # not a plain read: it may change the state, so the batch is stale from here
                 self._mode, self._served = None, {}
             elif key in self._served:
                 return {"jsonrpc": "2.0", "id": 0, "result": self._served[key]}
         response = super().make_request(method, params)
-        if method in _READ_STUBS and isinstance(response, dict) and response.get("result") is not None:
+        if method in _READ_PLACEHOLDERS and isinstance(response, dict) and response.get("result") is not None:
             self._remember(_read_key(method, params), method, params, response["result"])
         return response
 
@@ -279,7 +279,7 @@ class _KeepAliveProvider(HTTPProvider):
             self._last_exact.clear()
         if key is not None:
             self._last_exact[key] = result
-        self._last[_stub_key(method, params)] = result
+        self._last[_placeholder_key(method, params)] = result
 
     def batched(self, read: Callable[[], _T]) -> _T:
         """Run ``read`` with its reads made in one JSON-RPC batch.
@@ -312,9 +312,11 @@ class _KeepAliveProvider(HTTPProvider):
             except (ChainError, http.client.HTTPException, OSError, ValueError):
                 responses = []  # no batch: every read goes to the node one by one, as without batching
             exact = exact and len(responses) == len(recorded)
-            for (key, (method, params, stub)), response in zip(recorded.items(), responses, strict=False):
+            for (key, (method, params, placeholder)), response in zip(
+                recorded.items(), responses, strict=False
+            ):
                 result = response.get("result")
-                exact = exact and result is not None and result == stub
+                exact = exact and result is not None and result == placeholder
                 if result is not None:
                     served[key] = result
                     self._remember(key, method, params, result)
@@ -356,7 +358,7 @@ class _RecordingStopped(Exception):
 
 def _read_key(method: str, params: Any) -> str | None:
     """The cache key of a plain read (``None`` for anything else)."""
-    if method not in _READ_STUBS:
+    if method not in _READ_PLACEHOLDERS:
         return None
     try:
         return json.dumps([method, params], sort_keys=True)
@@ -364,7 +366,7 @@ def _read_key(method: str, params: Any) -> str | None:
         return None
 
 
-def _stub_key(method: str, params: Any) -> tuple[str, ...]:
+def _placeholder_key(method: str, params: Any) -> tuple[str, ...]:
     """Calls whose results share a shape: the same contract function, else the same method."""
     if method == "eth_call" and params and isinstance(params[0], dict):
         call = params[0]
