@@ -99,11 +99,17 @@ MODULES: dict[str, Module] = {
         ["tests/envs/liveweb/test_actions.py", "tests/envs/liveweb/test_actions_parser.py"],
     ),
     "echo_core": Module("lynn/wrappers/echo/core.py", ["tests/wrappers/echo/test_echo_buffer_order.py"]),
-    # logic.py is also the task bank's oracle-script generators and chain set-ups: mutate the checks.
+    # taskkit.py is also the oracle-script builders: mutate the check helpers and the validator's view.
     "evm_checks": Module(
-        "lynn/envs/evmquest/logic.py",
+        "lynn/envs/evmquest/taskkit.py",
         ["tests/envs/evmquest/test_checks_unit.py"],
-        functions=["x_close", "x_c_*", "x__*_checks", "x__percent_of_native", "xǁCtxǁ*", "xǁTxRecordǁ*"],
+        functions=["x_close", "x_c_*", "xǁCtxǁ*", "xǁTxRecordǁ*"],
+    ),
+    # atomic.py is also the task bank's oracle scripts and chain set-ups: mutate the checks.
+    "evm_atomic": Module(
+        "lynn/envs/evmquest/atomic.py",
+        ["tests/envs/evmquest/test_checks_unit.py"],
+        functions=["x__*_checks", "x__percent_of_native"],
     ),
     # composites.py: its check helpers and validators (the rest writes oracle scripts and reads the chain).
     "composites": Module(

@@ -32,7 +32,7 @@ def _artifact_names() -> list[str]:
 
 def _abi_subset(art: str, functions: list[str]) -> list[dict[str, Any]] | None:
     """The functions ``functions`` of artifact ``art``'s ABI in the artifact's order (the oracle's
-    :func:`lynn.envs.evmquest.logic.abi_json`), or None when the artifact or a function is unknown."""
+    :func:`lynn.envs.evmquest.taskkit.abi_json`), or None when the artifact or a function is unknown."""
     from lynn.envs.evmquest.world import ARTIFACTS, artifact
 
     if not (ARTIFACTS / f"{art}.json").exists():

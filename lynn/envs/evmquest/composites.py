@@ -1,6 +1,6 @@
 """The 45 composite tasks of Lynn/EVMQuest-v0: multi-step workflows judged on the final state.
 
-Each composite registers a :class:`~lynn.envs.evmquest.logic.TaskLogic` whose ``steps`` gives
+Each composite registers a :class:`~lynn.envs.evmquest.taskkit.TaskLogic` whose ``steps`` gives
 the oracle's scripts (one per step; they may use the pre-state measured at reset) and whose
 validator scores the end state, the decoded calldata of the agent's transactions and its
 answers. The env then applies the step-efficiency factor.
@@ -15,17 +15,18 @@ from typing import Any
 from eth_abi import decode
 
 from lynn.envs.evmquest.answers import UNIT_INT, AnswerSpec, matches, merged_fields
-from lynn.envs.evmquest.logic import (
+from lynn.envs.evmquest.taskkit import (
     DEADLINE,
-    LOGIC,
     ROUTER_FNS,
     Check,
     Ctx,
+    Steps,
     TaskLogic,
     abi_json,
     bal,
     close,
     native,
+    path_expr,
     plain_script,
     query_script,
     selector,
@@ -35,7 +36,6 @@ from lynn.envs.evmquest.logic import (
 )
 from lynn.envs.evmquest.world import AGENT, World
 
-E18 = 10**18
 TOKEN_ROLES = (
     "wrapped",
     "stable",
@@ -46,8 +46,6 @@ TOKEN_ROLES = (
     "pair_stable_stable2",
 )
 COMPOSITES: dict[str, TaskLogic] = {}
-
-Steps = Callable[[dict[str, Any], dict[str, str], dict[str, Any]], list[str]]
 
 
 # ----------------------------------------------------------------------------- measuring
@@ -188,10 +186,6 @@ def s_token_transfer(n: dict[str, str], token: str, to: str, amount: str) -> str
     return s_call(
         n, token, "LynnToken", ["transfer"], f'"transfer", args=[{to!r}, w3.to_wei({amount!r}, "ether")]'
     )
-
-
-def path_expr(n: dict[str, str], roles: list[str]) -> str:
-    return "[" + ", ".join(f"contracts[{n[r]!r}]" for r in roles) + "]"
 
 
 def s_swap_tokens(n: dict[str, str], roles: list[str], amount_expr: str, min_pct: int = 98) -> str:
@@ -1151,6 +1145,3 @@ comp(
     lambda p, n, b: [s_wrap(n, p["amount"]), s_unwrap(n, wei_lit(p["amount"]))],
     _cycle_checks,
 )
-
-# Registered here, at the end, so that importing this module first (before logic) works as well.
-LOGIC.update(COMPOSITES)

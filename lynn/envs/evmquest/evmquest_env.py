@@ -21,7 +21,7 @@ MAX_TEXT = 200_000
 
 def implemented_specs(split: str | None = None) -> list[TaskSpec]:
     """Task specs that have a validator and an oracle, optionally of one split."""
-    from lynn.envs.evmquest.logic import LOGIC
+    from lynn.envs.evmquest.catalog import LOGIC
 
     if split not in (None, *SPLITS):
         raise ValueError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
@@ -229,7 +229,7 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         super().reset(seed=seed)
-        from lynn.envs.evmquest.logic import LOGIC
+        from lynn.envs.evmquest.catalog import LOGIC
         from lynn.envs.evmquest.world import FRIEND
 
         t0 = time.perf_counter()
@@ -464,7 +464,7 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
             return "done", None
         if "query_result" in value:
             from lynn.envs.evmquest.answers import check_shape
-            from lynn.envs.evmquest.logic import LOGIC
+            from lynn.envs.evmquest.catalog import LOGIC
 
             assert self.instance is not None
             spec = LOGIC[self.instance.task_id].answer
@@ -489,7 +489,7 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
     def _send(self, tx: dict[str, Any]) -> tuple[Any, str | None]:
         from eth_utils import is_address, to_checksum_address
 
-        from lynn.envs.evmquest.logic import TxRecord
+        from lynn.envs.evmquest.taskkit import TxRecord
         from lynn.envs.evmquest.world import AGENT, MAX_FEE, PRIORITY_FEE
 
         allowed = {
@@ -592,7 +592,8 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
         return state
 
     def _score(self) -> tuple[float, dict[str, Any]]:
-        from lynn.envs.evmquest.logic import LOGIC, Ctx
+        from lynn.envs.evmquest.catalog import LOGIC
+        from lynn.envs.evmquest.taskkit import Ctx
 
         assert self.instance is not None
         spec = self.instance.spec
@@ -712,7 +713,7 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
 
     def answer_format(self) -> str | None:
         """How the current task's answer must look (None when it asks no question)."""
-        from lynn.envs.evmquest.logic import LOGIC
+        from lynn.envs.evmquest.catalog import LOGIC
 
         assert self.instance is not None
         spec = LOGIC[self.instance.task_id].answer

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from lynn.envs.evmquest.logic import Check, Ctx, selector, wei
+from lynn.envs.evmquest.taskkit import Check, Ctx, selector, wei
 from lynn.envs.evmquest.world import AGENT, MAX_UINT, World
 
 # (optimal steps, max-rounds multiplier) where the reference's interaction_config sets them.
@@ -1323,7 +1323,7 @@ def execute_skill(w3, agent_address, contracts):
 
 def _allowance_helper_script(fn: str) -> Callable[[dict[str, Any], dict[str, str]], str]:
     def script(p: dict[str, Any], n: dict[str, str]) -> str:
-        from lynn.envs.evmquest.logic import tx_script
+        from lynn.envs.evmquest.taskkit import tx_script
 
         return tx_script(
             n[p["token"]],
@@ -1337,7 +1337,7 @@ def _allowance_helper_script(fn: str) -> Callable[[dict[str, Any], dict[str, str
 
 def _amounts_script(fn: str, named: bool) -> Callable[[dict[str, Any], dict[str, str]], str]:
     def script(p: dict[str, Any], n: dict[str, str]) -> str:
-        from lynn.envs.evmquest.logic import _path, query_script
+        from lynn.envs.evmquest.taskkit import path_expr, query_script
 
         extra = ', "amount_in": str(amounts[0]), "amount_out": str(amounts[-1])' if named else ""
         return query_script(
@@ -1345,14 +1345,14 @@ def _amounts_script(fn: str, named: bool) -> Callable[[dict[str, Any], dict[str,
             "UniswapV2Router02",
             [fn],
             '{"amounts": [str(a) for a in amounts]' + extra + "}",
-            pre=f'amounts = contract.functions.{fn}(w3.to_wei({p["amount"]!r}, "ether"), {_path(n, p["path"])}).call()',
+            pre=f'amounts = contract.functions.{fn}(w3.to_wei({p["amount"]!r}, "ether"), {path_expr(n, p["path"])}).call()',
         )
 
     return script
 
 
 def _reserves_script(p: dict[str, Any], n: dict[str, str]) -> str:
-    from lynn.envs.evmquest.logic import query_script
+    from lynn.envs.evmquest.taskkit import query_script
 
     return query_script(
         n[p["pair"]],
@@ -1364,7 +1364,7 @@ def _reserves_script(p: dict[str, Any], n: dict[str, str]) -> str:
 
 
 def _metadata_script(p: dict[str, Any], n: dict[str, str]) -> str:
-    from lynn.envs.evmquest.logic import query_script
+    from lynn.envs.evmquest.taskkit import query_script
 
     f = "contract.functions"
     return query_script(
@@ -1377,7 +1377,7 @@ def _metadata_script(p: dict[str, Any], n: dict[str, str]) -> str:
 
 
 def _gas_script(p: dict[str, Any], n: dict[str, str]) -> str:
-    from lynn.envs.evmquest.logic import plain_script
+    from lynn.envs.evmquest.taskkit import plain_script
 
     return plain_script(
         'tip = w3.to_wei(1, "gwei")\n'
@@ -1401,7 +1401,7 @@ ORACLE_OVERRIDES: dict[str, Callable[[dict[str, Any], dict[str, str]], str]] = {
 
 
 def _tx(key: str, art: str, fn: str, args: str) -> str:
-    from lynn.envs.evmquest.logic import tx_script
+    from lynn.envs.evmquest.taskkit import tx_script
 
     return tx_script(key, art, [fn], f'"{fn}", args=[{args}]')
 

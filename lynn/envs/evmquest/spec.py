@@ -214,7 +214,7 @@ def execute_skill(w3, agent_address, contracts):
 
 def mutant_script(instance: TaskInstance, names: dict[str, str], rng: np.random.Generator) -> str:
     """A broken solution of ``instance`` (its task's ``mutant`` rule); it must not pass."""
-    from lynn.envs.evmquest.logic import LOGIC
+    from lynn.envs.evmquest.catalog import LOGIC
 
     logic = LOGIC[instance.task_id]
     op = instance.spec.mutant.get("op")
@@ -225,7 +225,7 @@ def mutant_script(instance: TaskInstance, names: dict[str, str], rng: np.random.
 
 def oracle_steps(instance: TaskInstance, names: dict[str, str], before: dict[str, Any]) -> list[str]:
     """The oracle's scripts for ``instance``: one for an atomic task, one per step for a composite."""
-    from lynn.envs.evmquest.logic import LOGIC
+    from lynn.envs.evmquest.catalog import LOGIC
 
     logic = LOGIC[instance.task_id]
     scripts = (
@@ -244,7 +244,7 @@ def mutant_steps(
     instance: TaskInstance, names: dict[str, str], before: dict[str, Any], rng: np.random.Generator
 ) -> list[str]:
     """A broken solution (atomic or composite) of ``instance``; it must not pass."""
-    from lynn.envs.evmquest.logic import LOGIC
+    from lynn.envs.evmquest.catalog import LOGIC
 
     logic = LOGIC[instance.task_id]
     if logic.steps is None:
@@ -328,7 +328,7 @@ def _scaled(value: Any, factor: str) -> Any:
 def _solve(
     instance: TaskInstance, names: dict[str, str], before: dict[str, Any], params: dict[str, Any]
 ) -> list[str]:
-    from lynn.envs.evmquest.logic import LOGIC
+    from lynn.envs.evmquest.catalog import LOGIC
 
     logic = LOGIC[instance.task_id]
     if logic.steps is None:
@@ -348,7 +348,7 @@ def generic_mutants(
     balance; zero address; empty text) or sprayed (several candidates, or extra fields); each
     approve step of a composite skipped.
     """
-    from lynn.envs.evmquest.logic import LOGIC
+    from lynn.envs.evmquest.catalog import LOGIC
     from lynn.envs.evmquest.world import AGENT_NATIVE
 
     spec = instance.spec

@@ -1119,7 +1119,7 @@ def ts_oracle_script(task_id: str, params: dict[str, Any], names: dict[str, str]
     Raises:
         KeyError: the task is not (yet) covered by :data:`TS_ROWS`.
     """
-    from lynn.envs.evmquest.logic import abi_json
+    from lynn.envs.evmquest.taskkit import abi_json
     from lynn.envs.evmquest.world import ROLE_ARTIFACT
 
     if task_id not in TS_ROWS and task_id not in STEP_ROWS:

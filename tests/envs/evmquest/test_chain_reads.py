@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
+from lynn.envs.evmquest.catalog import LOGIC
 from lynn.envs.evmquest.chain import AnvilChain, ChainError, SnapshotPool, anvil_binary
 from lynn.envs.evmquest.evmquest_env import EVMQuestEnv
-from lynn.envs.evmquest.logic import LOGIC
 
 pytestmark = pytest.mark.skipif(anvil_binary() is None, reason="anvil not installed (npm ci)")
 

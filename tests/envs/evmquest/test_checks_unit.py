@@ -16,9 +16,11 @@ import pytest
 from eth_abi import encode
 from eth_utils import keccak
 
+from lynn.envs.evmquest import atomic as at
+from lynn.envs.evmquest import catalog
 from lynn.envs.evmquest import composites as comp
-from lynn.envs.evmquest import logic as lg
-from lynn.envs.evmquest.logic import Check, Ctx, TxRecord
+from lynn.envs.evmquest import taskkit as kit
+from lynn.envs.evmquest.taskkit import Check, Ctx, TxRecord
 
 E18 = 10**18
 ROLES = [
@@ -84,31 +86,31 @@ def earned(checks: list[Check]) -> int:
 
 # --- the basic check helpers ----------------------------------------------------------------------
 def test_close_both_sides_of_the_tolerance() -> None:
-    assert lg.close(1_001_000, 1_000_000) and lg.close(999_000, 1_000_000)  # default 0.1%
-    assert not lg.close(1_001_001, 1_000_000) and not lg.close(998_999, 1_000_000)
-    assert lg.close(-1_001_000, -1_000_000) and not lg.close(-1_001_001, -1_000_000)
-    assert lg.close(1_020, 1_000, rel=0.02) and not lg.close(1_021, 1_000, rel=0.02)
-    assert lg.close(0, 0) and not lg.close(1, 0) and not lg.close(-1, 0)
-    assert lg.close(5, 5, rel=0) and not lg.close(6, 5, rel=0)
+    assert kit.close(1_001_000, 1_000_000) and kit.close(999_000, 1_000_000)  # default 0.1%
+    assert not kit.close(1_001_001, 1_000_000) and not kit.close(998_999, 1_000_000)
+    assert kit.close(-1_001_000, -1_000_000) and not kit.close(-1_001_001, -1_000_000)
+    assert kit.close(1_020, 1_000, rel=0.02) and not kit.close(1_021, 1_000, rel=0.02)
+    assert kit.close(0, 0) and not kit.close(1, 0) and not kit.close(-1, 0)
+    assert kit.close(5, 5, rel=0) and not kit.close(6, 5, rel=0)
 
 
 def test_c_status_judges_the_last_transaction() -> None:
-    assert lg.c_status(ctx()) == Check("tx_status", 30, False, "no transaction sent")
-    assert lg.c_status(ctx(txs=[tx(status=0)]), 7) == Check("tx_status", 7, False, "status=0")
-    assert lg.c_status(ctx(txs=[tx(status=0), tx(status=1)])).passed
-    assert not lg.c_status(ctx(txs=[tx(status=1), tx(status=0)])).passed
+    assert kit.c_status(ctx()) == Check("tx_status", 30, False, "no transaction sent")
+    assert kit.c_status(ctx(txs=[tx(status=0)]), 7) == Check("tx_status", 7, False, "status=0")
+    assert kit.c_status(ctx(txs=[tx(status=0), tx(status=1)])).passed
+    assert not kit.c_status(ctx(txs=[tx(status=1), tx(status=0)])).passed
 
 
 def test_c_to_and_c_selector() -> None:
     v = ctx(
         txs=[tx(to=RCPT.upper().replace("0X", "0x"), data=sel("transfer(address,uint256)").upper() + "00")]
     )
-    assert lg.c_to(v, RCPT, 25).passed and lg.c_to(v, RCPT, 25).name == "target"
-    assert lg.c_to(v, RCPT, 25, "recipient").name == "recipient"
-    assert not lg.c_to(v, ADDR["stable"], 25).passed
-    assert not lg.c_to(ctx(txs=[tx(to=None)]), RCPT, 25).passed  # a contract creation has no target
-    assert not lg.c_to(ctx(), RCPT, 25).passed
-    ok = lg.c_selector(v, ["approve(address,uint256)", "transfer(address,uint256)"], 10)
+    assert kit.c_to(v, RCPT, 25).passed and kit.c_to(v, RCPT, 25).name == "target"
+    assert kit.c_to(v, RCPT, 25, "recipient").name == "recipient"
+    assert not kit.c_to(v, ADDR["stable"], 25).passed
+    assert not kit.c_to(ctx(txs=[tx(to=None)]), RCPT, 25).passed  # a contract creation has no target
+    assert not kit.c_to(ctx(), RCPT, 25).passed
+    ok = kit.c_selector(v, ["approve(address,uint256)", "transfer(address,uint256)"], 10)
     assert ok == Check(
         "function",
         10,
@@ -116,61 +118,63 @@ def test_c_to_and_c_selector() -> None:
         f"selector={sel('transfer(address,uint256)')}, expected one of "
         "['approve(address,uint256)', 'transfer(address,uint256)']",
     )
-    assert not lg.c_selector(v, ["approve(address,uint256)"], 10).passed
-    assert not lg.c_selector(ctx(txs=[tx(data=sel("transfer(address,uint256)")[:9])]), ["x()"], 10).passed
+    assert not kit.c_selector(v, ["approve(address,uint256)"], 10).passed
+    assert not kit.c_selector(ctx(txs=[tx(data=sel("transfer(address,uint256)")[:9])]), ["x()"], 10).passed
     assert tx(data="0x1234").selector == "0x" and tx(data="").selector == "0x"
     assert tx(data="0xA9059CBB00").selector == "0xa9059cbb"
-    assert not lg.c_selector(ctx(), ["transfer(address,uint256)"], 10).passed
+    assert not kit.c_selector(ctx(), ["transfer(address,uint256)"], 10).passed
 
 
 def test_c_value_exact_and_with_tolerance() -> None:
     v = ctx(txs=[tx(value=1_000)])
-    assert lg.c_value(v, 1_000, 25).passed and not lg.c_value(v, 999, 25).passed
-    assert lg.c_value(v, 990, 25, rel=0.02).passed and not lg.c_value(v, 1_030, 25, rel=0.02).passed
-    assert not lg.c_value(ctx(), 0, 25).passed  # no transaction: even a 0 value is not "sent"
-    assert lg.c_value(v, 1_000, 25).detail == "value=1000, expected 1000"
+    assert kit.c_value(v, 1_000, 25).passed and not kit.c_value(v, 999, 25).passed
+    assert kit.c_value(v, 990, 25, rel=0.02).passed and not kit.c_value(v, 1_030, 25, rel=0.02).passed
+    assert not kit.c_value(ctx(), 0, 25).passed  # no transaction: even a 0 value is not "sent"
+    assert kit.c_value(v, 1_000, 25).detail == "value=1000, expected 1000"
 
 
 def test_c_gas_limits() -> None:
-    assert lg.c_gas(ctx(txs=[tx(gas_used=100_000)]), 10, 100_000).passed
-    assert not lg.c_gas(ctx(txs=[tx(gas_used=100_001)]), 10, 100_000).passed
-    assert not lg.c_gas(ctx(txs=[tx(gas_used=0)]), 10, 100_000).passed
-    assert lg.c_gas(ctx(txs=[tx(gas_used=1_000_000)])).passed  # default limit GAS_SANE
-    assert not lg.c_gas(ctx(txs=[tx(gas_used=1_000_001)])).passed
-    assert lg.c_gas(ctx(txs=[tx(gas_used=5)])) == Check("gas_sane", 10, True, "gas_used=5, limit 1000000")
-    assert not lg.c_gas(ctx()).passed
+    assert kit.c_gas(ctx(txs=[tx(gas_used=100_000)]), 10, 100_000).passed
+    assert not kit.c_gas(ctx(txs=[tx(gas_used=100_001)]), 10, 100_000).passed
+    assert not kit.c_gas(ctx(txs=[tx(gas_used=0)]), 10, 100_000).passed
+    assert kit.c_gas(ctx(txs=[tx(gas_used=1_000_000)])).passed  # default limit GAS_SANE
+    assert not kit.c_gas(ctx(txs=[tx(gas_used=1_000_001)])).passed
+    assert kit.c_gas(ctx(txs=[tx(gas_used=5)])) == Check("gas_sane", 10, True, "gas_used=5, limit 1000000")
+    assert not kit.c_gas(ctx()).passed
 
 
 def test_c_eq_kinds() -> None:
-    assert lg.c_eq("n", 5, 100, 100) == Check("n", 5, True, "got 100, expected 100")
-    assert not lg.c_eq("n", 5, 101, 100).passed  # rel 0: exact
-    assert lg.c_eq("n", 5, 101, 100, rel=0.01).passed and not lg.c_eq("n", 5, 102, 100, rel=0.01).passed
-    assert lg.c_eq("a", 5, RCPT.upper(), RCPT).passed  # text: case-blind
-    assert not lg.c_eq("a", 5, RCPT, ADDR["gov"]).passed
-    assert lg.c_eq("b", 5, True, True).passed and not lg.c_eq("b", 5, False, True).passed
-    assert not lg.c_eq("m", 5, "100", 100).passed
+    assert kit.c_eq("n", 5, 100, 100) == Check("n", 5, True, "got 100, expected 100")
+    assert not kit.c_eq("n", 5, 101, 100).passed  # rel 0: exact
+    assert kit.c_eq("n", 5, 101, 100, rel=0.01).passed and not kit.c_eq("n", 5, 102, 100, rel=0.01).passed
+    assert kit.c_eq("a", 5, RCPT.upper(), RCPT).passed  # text: case-blind
+    assert not kit.c_eq("a", 5, RCPT, ADDR["gov"]).passed
+    assert kit.c_eq("b", 5, True, True).passed and not kit.c_eq("b", 5, False, True).passed
+    assert not kit.c_eq("m", 5, "100", 100).passed
 
 
 def test_c_answer_is_strict_and_takes_the_last_answer() -> None:
-    assert not lg.c_answer(ctx(), 5).passed
-    assert lg.c_answer(ctx(answers=[1, "5"]), 5).passed  # decimal digits are an integer
-    assert not lg.c_answer(ctx(answers=[5, 6]), 5).passed  # the last answer counts
-    assert not lg.c_answer(ctx(answers=[5.0]), 5).passed  # no floats
-    assert not lg.c_answer(ctx(answers=[5_001]), 5_000).passed  # exact: no tolerance at all
-    assert lg.c_answer(ctx(answers=["0x10"]), 16).passed
-    assert not lg.c_answer(ctx(answers=[True]), 1).passed
-    assert lg.c_answer(ctx(answers=[RCPT.upper().replace("0X", "0x")]), RCPT).passed
-    assert lg.c_answer(ctx(answers=[{"a": 1, "b": "2"}]), {"a": 1, "b": 2}).passed
-    assert not lg.c_answer(ctx(answers=[{"a": 1}]), {"a": 1, "b": 2}).passed
-    assert lg.c_answer(ctx(answers=[False]), False).passed and not lg.c_answer(ctx(answers=[0]), False).passed
-    assert lg.c_answer(ctx(answers=[3]), 3).weight == 100
+    assert not kit.c_answer(ctx(), 5).passed
+    assert kit.c_answer(ctx(answers=[1, "5"]), 5).passed  # decimal digits are an integer
+    assert not kit.c_answer(ctx(answers=[5, 6]), 5).passed  # the last answer counts
+    assert not kit.c_answer(ctx(answers=[5.0]), 5).passed  # no floats
+    assert not kit.c_answer(ctx(answers=[5_001]), 5_000).passed  # exact: no tolerance at all
+    assert kit.c_answer(ctx(answers=["0x10"]), 16).passed
+    assert not kit.c_answer(ctx(answers=[True]), 1).passed
+    assert kit.c_answer(ctx(answers=[RCPT.upper().replace("0X", "0x")]), RCPT).passed
+    assert kit.c_answer(ctx(answers=[{"a": 1, "b": "2"}]), {"a": 1, "b": 2}).passed
+    assert not kit.c_answer(ctx(answers=[{"a": 1}]), {"a": 1, "b": 2}).passed
+    assert (
+        kit.c_answer(ctx(answers=[False]), False).passed and not kit.c_answer(ctx(answers=[0]), False).passed
+    )
+    assert kit.c_answer(ctx(answers=[3]), 3).weight == 100
 
 
 def test_ctx_helpers() -> None:
     v = ctx(before={"k": 10}, after={"k": "4"}, txs=[tx(fee=3), tx(fee=4)])
     assert v.delta("k") == -6 and v.fees == 7 and v.tx is v.txs[-1] and v.addr("gov") == ADDR["gov"]
     assert ctx().tx is None and ctx().fees == 0
-    assert lg.wei("1.5") == 15 * 10**17 and lg.wei(2) == 2 * E18 and lg.wei("0.000000000000000001") == 1
+    assert kit.wei("1.5") == 15 * 10**17 and kit.wei(2) == 2 * E18 and kit.wei("0.000000000000000001") == 1
     assert Check("x", 3, True, "d").as_dict() == {"name": "x", "weight": 3, "passed": True, "detail": "d"}
 
 
@@ -189,39 +193,39 @@ def test_native_transfer_full_and_partial_credit() -> None:
     want = 15 * 10**17
     fee = 21_000 * 10**9
     good = native_ctx(want, want + fee, [tx(to=RCPT, value=want, gas_used=21_000, fee=fee)])
-    checks = lg._native_transfer_checks(good, want, RCPT)
+    checks = at._native_transfer_checks(good, want, RCPT)
     assert failed(checks) == [] and earned(checks) == 100
     # a reverted first try: its fee counts in what the sender may spend
     retry = native_ctx(
         want, want + 2 * fee, [tx(to=RCPT, value=want, status=0, fee=fee), tx(to=RCPT, value=want, fee=fee)]
     )
-    assert failed(lg._native_transfer_checks(retry, want, RCPT)) == []
-    assert failed(lg._native_transfer_checks(native_ctx(want, want + 1), want, RCPT)) == [
+    assert failed(at._native_transfer_checks(retry, want, RCPT)) == []
+    assert failed(at._native_transfer_checks(native_ctx(want, want + 1), want, RCPT)) == [
         "sender_balance_delta"
     ]
     wrong_value = native_ctx(want - 1, want - 1)
-    assert failed(lg._native_transfer_checks(wrong_value, want, RCPT)) == ["value", "sender_balance_delta"]
+    assert failed(at._native_transfer_checks(wrong_value, want, RCPT)) == ["value", "sender_balance_delta"]
     reverted = native_ctx(want, 0, [tx(to=RCPT, value=want, status=0)])
-    assert failed(lg._native_transfer_checks(reverted, want, RCPT)) == ["tx_status", "sender_balance_delta"]
+    assert failed(at._native_transfer_checks(reverted, want, RCPT)) == ["tx_status", "sender_balance_delta"]
     elsewhere = native_ctx(want, want, to=ADDR["gov"])
-    assert failed(lg._native_transfer_checks(elsewhere, want, RCPT)) == ["recipient"]
+    assert failed(at._native_transfer_checks(elsewhere, want, RCPT)) == ["recipient"]
     heavy = native_ctx(want, want, [tx(to=RCPT, value=want, gas_used=100_001)])
-    assert failed(lg._native_transfer_checks(heavy, want, RCPT)) == ["gas_sane"]
-    assert [c.weight for c in lg._native_transfer_checks(good, want, RCPT)] == [30, 25, 25, 10, 10]
+    assert failed(at._native_transfer_checks(heavy, want, RCPT)) == ["gas_sane"]
+    assert [c.weight for c in at._native_transfer_checks(good, want, RCPT)] == [30, 25, 25, 10, 10]
 
 
 def test_percent_of_native_at_reset_or_after_failed_tries() -> None:
     base = {"percent": "25"}
     v = ctx(params=base, before={"agent_native": 1_000}, txs=[tx(value=250)])
-    assert lg._percent_of_native(v) == 250
+    assert at._percent_of_native(v) == 250
     # after a reverted try that paid 100 in fees, 25% of what is left is accepted too
     v = ctx(params=base, before={"agent_native": 1_000}, txs=[tx(status=0, fee=100), tx(value=225, fee=7)])
-    assert lg._percent_of_native(v) == 225
+    assert at._percent_of_native(v) == 225
     v = ctx(params=base, before={"agent_native": 1_000}, txs=[tx(status=0, fee=100), tx(value=250)])
-    assert lg._percent_of_native(v) == 250
+    assert at._percent_of_native(v) == 250
     v = ctx(params=base, before={"agent_native": 1_000}, txs=[tx(status=0, fee=100), tx(value=224)])
-    assert lg._percent_of_native(v) == 250
-    assert lg._percent_of_native(ctx(params=base, before={"agent_native": 1_003})) == 250
+    assert at._percent_of_native(v) == 250
+    assert at._percent_of_native(ctx(params=base, before={"agent_native": 1_003})) == 250
 
 
 def test_message_checks() -> None:
@@ -230,10 +234,10 @@ def test_message_checks() -> None:
     good = ctx(
         params=p, txs=[tx(to=RCPT, value=10**17, data=data.upper().replace("0X", "0x"), gas_used=200_000)]
     )
-    assert failed(lg._message_checks(good)) == [] and earned(lg._message_checks(good)) == 100
+    assert failed(at._message_checks(good)) == [] and earned(at._message_checks(good)) == 100
     bad = ctx(params=p, txs=[tx(to=RCPT, value=10**17, data=data + "00", gas_used=200_001)])
-    assert failed(lg._message_checks(bad)) == ["message_data", "gas_sane"]
-    assert failed(lg._message_checks(ctx(params=p))) == [
+    assert failed(at._message_checks(bad)) == ["message_data", "gas_sane"]
+    assert failed(at._message_checks(ctx(params=p))) == [
         "tx_status",
         "recipient",
         "value",
@@ -254,15 +258,15 @@ def erc20_ctx(received: int, debited: int, status: int = 1, to: str | None = Non
 
 def test_erc20_transfer_checks() -> None:
     want = 5 * E18
-    assert failed(lg._erc20_transfer_checks(erc20_ctx(want, want), want)) == []
-    partial = lg._erc20_transfer_checks(erc20_ctx(want - 1, want), want)
+    assert failed(at._erc20_transfer_checks(erc20_ctx(want, want), want)) == []
+    partial = at._erc20_transfer_checks(erc20_ctx(want - 1, want), want)
     assert failed(partial) == ["recipient_received"] and earned(partial) == 75
-    assert failed(lg._erc20_transfer_checks(erc20_ctx(want, want + 1), want)) == ["sender_balance_delta"]
-    assert failed(lg._erc20_transfer_checks(erc20_ctx(want, want, to=ADDR["stable"]), want)) == [
+    assert failed(at._erc20_transfer_checks(erc20_ctx(want, want + 1), want)) == ["sender_balance_delta"]
+    assert failed(at._erc20_transfer_checks(erc20_ctx(want, want, to=ADDR["stable"]), want)) == [
         "token_contract"
     ]
-    assert failed(lg._erc20_transfer_checks(erc20_ctx(want, want, gas=200_001), want)) == ["gas_sane"]
-    assert failed(lg._erc20_transfer_checks(erc20_ctx(0, 0, status=0), want)) == [
+    assert failed(at._erc20_transfer_checks(erc20_ctx(want, want, gas=200_001), want)) == ["gas_sane"]
+    assert failed(at._erc20_transfer_checks(erc20_ctx(0, 0, status=0), want)) == [
         "tx_status",
         "recipient_received",
         "sender_balance_delta",
@@ -273,18 +277,18 @@ def test_erc20_transfer_checks() -> None:
         after={"agent_token": 0, "recipient_token": want},
         txs=[tx(to=ADDR["stable"], data=sel("transfer(address,uint256)"))],
     )
-    assert failed(lg._erc20_transfer_checks(default_token, want)) == []  # "stable" when no token is named
+    assert failed(at._erc20_transfer_checks(default_token, want)) == []  # "stable" when no token is named
 
 
 def test_allowance_checks() -> None:
     data = sel("approve(address,uint256)") + "00" * 64
     v = ctx(params={"token": "stable2"}, after={"allowance": 7}, txs=[tx(to=ADDR["stable2"], data=data)])
-    assert failed(lg._allowance_checks(v, 7)) == []
-    assert failed(lg._allowance_checks(v, 8)) == ["allowance"]
-    assert failed(lg._allowance_checks(v, 7, ["increaseAllowance(address,uint256)"])) == ["function"]
-    assert [c.weight for c in lg._allowance_checks(v, 7)] == [30, 15, 10, 35, 10]
+    assert failed(at._allowance_checks(v, 7)) == []
+    assert failed(at._allowance_checks(v, 8)) == ["allowance"]
+    assert failed(at._allowance_checks(v, 7, ["increaseAllowance(address,uint256)"])) == ["function"]
+    assert [c.weight for c in at._allowance_checks(v, 7)] == [30, 15, 10, 35, 10]
     v = ctx(after={"allowance": 7}, txs=[tx(to=ADDR["stable"], data=data, gas_used=200_001)])
-    assert failed(lg._allowance_checks(v, 7)) == ["gas_sane"]
+    assert failed(at._allowance_checks(v, 7)) == ["gas_sane"]
 
 
 def test_nft_transfer_checks() -> None:
@@ -296,8 +300,8 @@ def test_nft_transfer_checks() -> None:
         txs=[tx(to=ADDR["nft"], data=sel(sigs[0]), gas_used=300_000)],
     )
     assert (
-        failed(lg._nft_transfer_checks(good, sigs)) == []
-        and earned(lg._nft_transfer_checks(good, sigs)) == 100
+        failed(at._nft_transfer_checks(good, sigs)) == []
+        and earned(at._nft_transfer_checks(good, sigs)) == 100
     )
     two = ctx(
         params={"recipient": RCPT},
@@ -305,7 +309,7 @@ def test_nft_transfer_checks() -> None:
         after={"agent_count": 3, "owner": ADDR["gov"]},
         txs=[tx(to=ADDR["nft"], data=sel("transferFrom(address,address,uint256)"), gas_used=300_001)],
     )
-    assert failed(lg._nft_transfer_checks(two, sigs)) == [
+    assert failed(at._nft_transfer_checks(two, sigs)) == [
         "function",
         "new_owner",
         "agent_count_delta",
@@ -322,19 +326,19 @@ def test_1155_checks_with_and_without_data() -> None:
         before={"recipient_items": 0, "agent_items": 10}, after={"recipient_items": 3, "agent_items": 7}
     )
     good = ctx(params=p, txs=[tx(to=ADDR["multi"], data=data)], **state)
-    plain = lg._1155_checks(good, False)
+    plain = at._1155_checks(good, False)
     assert failed(plain) == [] and earned(plain) == 100 and len(plain) == 6
-    memo = lg._1155_checks(good, True)
+    memo = at._1155_checks(good, True)
     assert failed(memo) == [] and earned(memo) == 100 and by_name(memo)["data_attached"]
     other = calldata(sig, types, [ADDR["gov"], RCPT, 1, 3, b"for me"])
-    assert failed(lg._1155_checks(ctx(params=p, txs=[tx(to=ADDR["multi"], data=other)], **state), True)) == [
+    assert failed(at._1155_checks(ctx(params=p, txs=[tx(to=ADDR["multi"], data=other)], **state), True)) == [
         "data_attached"
     ]
     broken = sel(sig) + "zz"
-    checks = lg._1155_checks(ctx(params=p, txs=[tx(to=ADDR["multi"], data=broken)], **state), True)
+    checks = at._1155_checks(ctx(params=p, txs=[tx(to=ADDR["multi"], data=broken)], **state), True)
     assert failed(checks) == ["data_attached"] and checks[-1].detail.startswith("got undecodable")
     wrong_fn = sel("safeBatchTransferFrom(address,address,uint256[],uint256[],bytes)") + data[10:]
-    checks = lg._1155_checks(ctx(params=p, txs=[tx(to=ADDR["multi"], data=wrong_fn)], **state), True)
+    checks = at._1155_checks(ctx(params=p, txs=[tx(to=ADDR["multi"], data=wrong_fn)], **state), True)
     assert failed(checks) == ["function", "data_attached"]
     short = ctx(
         params=p,
@@ -342,8 +346,8 @@ def test_1155_checks_with_and_without_data() -> None:
         before=state["before"],
         after={"recipient_items": 2, "agent_items": 7},
     )
-    assert failed(lg._1155_checks(short, False)) == ["recipient_received"]
-    assert earned(lg._1155_checks(short, False)) == 75 and earned(lg._1155_checks(short, True)) == 85
+    assert failed(at._1155_checks(short, False)) == ["recipient_received"]
+    assert earned(at._1155_checks(short, False)) == 75 and earned(at._1155_checks(short, True)) == 85
 
 
 def swap_ctx(
@@ -370,13 +374,13 @@ def test_swap_checks_exact_in_both_sides_of_the_quote() -> None:
     amount = 15 * 10**17
     quote = 3 * E18
     lo, hi = quote - quote * 2 // 100, quote + quote * 2 // 100
-    assert failed(lg._swap_checks(swap_ctx(lo, amount), sigs, "gov", "stable")) == []
-    assert failed(lg._swap_checks(swap_ctx(hi, amount), sigs, "gov", "stable")) == []
-    assert failed(lg._swap_checks(swap_ctx(lo - 1, amount), sigs, "gov", "stable")) == ["received_quote"]
-    assert failed(lg._swap_checks(swap_ctx(hi + 1, amount), sigs, "gov", "stable")) == ["received_quote"]
-    assert failed(lg._swap_checks(swap_ctx(quote, amount + 1), sigs, "gov", "stable")) == ["spent_exact"]
-    assert failed(lg._swap_checks(swap_ctx(quote, amount), ["other()"], "gov", "stable")) == ["function"]
-    assert [c.weight for c in lg._swap_checks(swap_ctx(quote, amount), sigs, "gov", "stable")] == [
+    assert failed(at._swap_checks(swap_ctx(lo, amount), sigs, "gov", "stable")) == []
+    assert failed(at._swap_checks(swap_ctx(hi, amount), sigs, "gov", "stable")) == []
+    assert failed(at._swap_checks(swap_ctx(lo - 1, amount), sigs, "gov", "stable")) == ["received_quote"]
+    assert failed(at._swap_checks(swap_ctx(hi + 1, amount), sigs, "gov", "stable")) == ["received_quote"]
+    assert failed(at._swap_checks(swap_ctx(quote, amount + 1), sigs, "gov", "stable")) == ["spent_exact"]
+    assert failed(at._swap_checks(swap_ctx(quote, amount), ["other()"], "gov", "stable")) == ["function"]
+    assert [c.weight for c in at._swap_checks(swap_ctx(quote, amount), sigs, "gov", "stable")] == [
         30,
         15,
         15,
@@ -390,27 +394,27 @@ def test_swap_checks_native_sides_add_back_the_fee() -> None:
     sigs = ["swap()"]
     amount, fee = 15 * 10**17, 10**15
     native_in = swap_ctx(3 * E18, amount, fee=fee, native="in")
-    assert failed(lg._swap_checks(native_in, sigs, "gov", "native")) == []
+    assert failed(at._swap_checks(native_in, sigs, "gov", "native")) == []
     native_out = swap_ctx(3 * E18, amount, fee=fee, native="out")
-    assert failed(lg._swap_checks(native_out, sigs, "native", "stable")) == []
+    assert failed(at._swap_checks(native_out, sigs, "native", "stable")) == []
     # without adding the fee back the amounts would be off by 1e15: here they are off, so it fails
     off = swap_ctx(3 * E18, amount + fee, fee=0, native="in")
-    assert failed(lg._swap_checks(off, sigs, "gov", "native")) == ["spent_exact"]
+    assert failed(at._swap_checks(off, sigs, "gov", "native")) == ["spent_exact"]
 
 
 def test_swap_checks_exact_out() -> None:
     sigs = ["swap()"]
     want_out, quote_in = 15 * 10**17, 15 * 10**17
     lo, hi = quote_in - quote_in // 100, quote_in + quote_in // 100
-    assert failed(lg._swap_checks(swap_ctx(want_out, lo, exact_out=True), sigs, "gov", "stable")) == []
-    assert failed(lg._swap_checks(swap_ctx(want_out, hi, exact_out=True), sigs, "gov", "stable")) == []
-    assert failed(lg._swap_checks(swap_ctx(want_out, hi + 1, exact_out=True), sigs, "gov", "stable")) == [
+    assert failed(at._swap_checks(swap_ctx(want_out, lo, exact_out=True), sigs, "gov", "stable")) == []
+    assert failed(at._swap_checks(swap_ctx(want_out, hi, exact_out=True), sigs, "gov", "stable")) == []
+    assert failed(at._swap_checks(swap_ctx(want_out, hi + 1, exact_out=True), sigs, "gov", "stable")) == [
         "spent_quoted"
     ]
-    assert failed(lg._swap_checks(swap_ctx(want_out, lo - 1, exact_out=True), sigs, "gov", "stable")) == [
+    assert failed(at._swap_checks(swap_ctx(want_out, lo - 1, exact_out=True), sigs, "gov", "stable")) == [
         "spent_quoted"
     ]
-    checks = lg._swap_checks(swap_ctx(want_out + 1, quote_in, exact_out=True), sigs, "gov", "stable")
+    checks = at._swap_checks(swap_ctx(want_out + 1, quote_in, exact_out=True), sigs, "gov", "stable")
     assert failed(checks) == ["received_exact"] and earned(checks) == 80
 
 
@@ -423,9 +427,9 @@ def test_add_liquidity_checks() -> None:
         after={"agent_native": 8 * E18 - fee, "agent_pair_wrapped_stable": 1},
         txs=[tx(to=ADDR["router"], data=eth_sig, fee=fee, gas_used=600_000)],
     )
-    assert failed(lg._add_liq_checks(v)) == [] and earned(lg._add_liq_checks(v)) == 100
+    assert failed(at._add_liq_checks(v)) == [] and earned(at._add_liq_checks(v)) == 100
     v.after["agent_pair_wrapped_stable"] = 0
-    assert failed(lg._add_liq_checks(v)) == ["lp_minted"]
+    assert failed(at._add_liq_checks(v)) == ["lp_minted"]
     tt_sig = sel("addLiquidity(address,address,uint256,uint256,uint256,uint256,address,uint256)")
     v = ctx(
         params={"amount": "2", "pair": "pair_stable_stable2"},
@@ -433,9 +437,9 @@ def test_add_liquidity_checks() -> None:
         after={"agent_stable": 8 * E18 + 1, "agent_pair_stable_stable2": 9},
         txs=[tx(to=ADDR["router"], data=tt_sig, gas_used=600_001)],
     )
-    assert failed(lg._add_liq_checks(v)) == ["deposited_amount", "gas_sane"]
+    assert failed(at._add_liq_checks(v)) == ["deposited_amount", "gas_sane"]
     v.txs[0] = tx(to=ADDR["router"], data=eth_sig)
-    assert "function" in failed(lg._add_liq_checks(v))
+    assert "function" in failed(at._add_liq_checks(v))
 
 
 def test_remove_liquidity_checks() -> None:
@@ -452,11 +456,11 @@ def test_remove_liquidity_checks() -> None:
         after={**base, "agent_pair_wrapped_stable": 700, "agent_native": 10 * E18 - 5 + 1, "agent_stable": 9},
         txs=[tx(to=ADDR["router"], data=eth_sig, fee=5)],
     )
-    assert failed(lg._remove_checks(v)) == [] and earned(lg._remove_checks(v)) == 100
+    assert failed(at._remove_checks(v)) == [] and earned(at._remove_checks(v)) == 100
     v.after["agent_native"] = 10 * E18 - 5  # the coin did not come back (only the fee went)
-    assert failed(lg._remove_checks(v)) == ["tokens_returned"]
+    assert failed(at._remove_checks(v)) == ["tokens_returned"]
     v.after.update(agent_native=10 * E18, agent_pair_wrapped_stable=699)
-    assert failed(lg._remove_checks(v)) == ["lp_burned"]
+    assert failed(at._remove_checks(v)) == ["lp_burned"]
     tt_sig = sel("removeLiquidity(address,address,uint256,uint256,uint256,address,uint256)")
     base2 = {"agent_pair_stable_stable2": 200, "agent_stable": 0, "agent_stable2": 0}
     v = ctx(
@@ -465,9 +469,9 @@ def test_remove_liquidity_checks() -> None:
         after={"agent_pair_stable_stable2": 100, "agent_stable": 4, "agent_stable2": 0},
         txs=[tx(to=ADDR["router"], data=tt_sig)],
     )
-    assert failed(lg._remove_checks(v)) == ["tokens_returned"]
+    assert failed(at._remove_checks(v)) == ["tokens_returned"]
     v.after["agent_stable2"] = 3
-    assert failed(lg._remove_checks(v)) == []
+    assert failed(at._remove_checks(v)) == []
 
 
 def test_stake_checks() -> None:
@@ -478,22 +482,22 @@ def test_stake_checks() -> None:
         after={"staked": 2 * E18},
         txs=[tx(to=ADDR["staking_pool"], data=dep, gas_used=400_000)],
     )
-    assert failed(lg._stake_checks(v)) == [] and earned(lg._stake_checks(v)) == 100
+    assert failed(at._stake_checks(v)) == [] and earned(at._stake_checks(v)) == 100
     v = ctx(
         params={"pool": "lp_farm", "percent": "40"},
         before={"staked": 0, "agent_stake_token": 1_000},
         after={"staked": 400},
         txs=[tx(to=ADDR["lp_farm"], data=dep, gas_used=400_001)],
     )
-    assert failed(lg._stake_checks(v)) == ["gas_sane"]
+    assert failed(at._stake_checks(v)) == ["gas_sane"]
     v.after["staked"] = 399
-    assert failed(lg._stake_checks(v)) == ["staked_delta", "gas_sane"]
+    assert failed(at._stake_checks(v)) == ["staked_delta", "gas_sane"]
     v.txs[0] = tx(to=ADDR["staking_pool"], data=dep)
-    assert failed(lg._stake_checks(v)) == ["pool", "staked_delta"]
+    assert failed(at._stake_checks(v)) == ["pool", "staked_delta"]
 
 
 def test_query_task_checks_are_one_strict_answer() -> None:
-    logic = lg.LOGIC["query_pair_reserves"]
+    logic = catalog.LOGIC["query_pair_reserves"]
     v = ctx(after={"truth": {"reserve0": 10, "reserve1": 20}}, answers=[{"reserve0": 10, "reserve1": "20"}])
     assert [(c.name, c.weight, c.passed) for c in logic.checks(v)] == [("answer", 100, True)]
     v = ctx(after={"truth": {"reserve0": 10, "reserve1": 20}}, answers=[{"reserve0": 10, "reserve1": 21}])
@@ -729,8 +733,8 @@ def scored(
         assert v.txs == txs and v.answers == answers
         return probe.checks
 
-    logic = lg.TaskLogic(script=lambda p, n: "", checks=checks, measure=measure, answer=probe.answer)
-    monkeypatch.setitem(lg.LOGIC, task_id, logic)
+    logic = kit.TaskLogic(script=lambda p, n: "", checks=checks, measure=measure, answer=probe.answer)
+    monkeypatch.setitem(catalog.LOGIC, task_id, logic)
     env = EVMQuestEnv(task="bnb_transfer_basic", scoring=scoring)  # no chain is started
     spec = SimpleNamespace(task_id=task_id, split=split, optimal_steps=optimal)
     env.instance = SimpleNamespace(spec=spec, params=params)  # type: ignore[assignment]

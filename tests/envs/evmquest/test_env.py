@@ -13,9 +13,9 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import lynn  # noqa: F401
+from lynn.envs.evmquest.catalog import LOGIC
 from lynn.envs.evmquest.chain import AnvilChain, RpcChain, anvil_binary
 from lynn.envs.evmquest.evmquest_env import EVMQuestEnv
-from lynn.envs.evmquest.logic import LOGIC
 from lynn.envs.evmquest.world import AGENT, FRIEND, PROFILES, deploy_world
 
 REPO = Path(__file__).resolve().parents[3]

@@ -9,7 +9,7 @@ import pytest
 
 from lynn.agents.evmquest_oracle import EVMQuestOracle
 from lynn.envs.evmquest.evmquest_env import EVMQuestEnv
-from lynn.envs.evmquest.logic import selector
+from lynn.envs.evmquest.taskkit import selector
 
 HUGE = 2**255  # more than any account holds: the transfer reverts on chain
 

@@ -18,8 +18,8 @@ import pytest
 from lynn.agents.evmquest_oracle import EVMQuestOracle
 from lynn.envs.evmquest import reference
 from lynn.envs.evmquest.evmquest_env import EVMQuestEnv, implemented_specs
-from lynn.envs.evmquest.logic import Ctx, TxRecord, selector, wei
 from lynn.envs.evmquest.spec import oracle_steps
+from lynn.envs.evmquest.taskkit import Ctx, TxRecord, selector, wei
 
 E18 = 10**18
 RECIPIENT = "0x" + "ab" * 20
@@ -426,7 +426,7 @@ def _reference_snapshots(env: EVMQuestEnv) -> tuple[dict, dict, dict, dict]:
 def test_transferfrom_tracks_the_decoded_addresses_as_the_reference(ref_env: EVMQuestEnv, case: str) -> None:
     from eth_utils import to_checksum_address
 
-    from lynn.envs.evmquest.logic import LOGIC
+    from lynn.envs.evmquest.catalog import LOGIC
 
     from .test_reference_ports import ref_transfer_from
 

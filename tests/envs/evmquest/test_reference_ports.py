@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from lynn.envs.evmquest import reference
-from lynn.envs.evmquest.logic import Ctx, TxRecord, selector, wei
+from lynn.envs.evmquest.taskkit import Ctx, TxRecord, selector, wei
 
 E18 = 10**18
 GWEI = 10**9

@@ -6,8 +6,8 @@ import os
 
 import pytest
 
+from lynn.envs.evmquest.catalog import LOGIC
 from lynn.envs.evmquest.evmquest_env import EVMQuestEnv
-from lynn.envs.evmquest.logic import LOGIC
 
 TASK = "bnb_transfer_basic"
 

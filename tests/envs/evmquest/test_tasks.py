@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from lynn.agents.evmquest_oracle import EVMQuestOracle
+from lynn.envs.evmquest.catalog import LOGIC
 from lynn.envs.evmquest.evmquest_env import EVMQuestEnv, implemented_specs
-from lynn.envs.evmquest.logic import LOGIC
 from lynn.envs.evmquest.spec import load_specs, mutant_steps, oracle_steps
 
 TASK_IDS = [s.task_id for s in implemented_specs("all")]

@@ -1,250 +1,50 @@
-"""Per-task behaviour of Lynn/EVMQuest-v0: set-up, state measurement, oracle script, validator.
+"""The atomic tasks of Lynn/EVMQuest-v0 (``ATOMIC``): one transaction or one answer each.
 
-Each task id maps to a :class:`TaskLogic`. Validators return weighted :class:`Check` lists out of
-100, computed from the chain state measured before and after the agent acted, the agent's
-transactions (receipts, calldata) and its query answers. Oracle scripts are real Python sources
-in the same form an agent writes (``execute_skill(w3, agent_address, contracts)``).
+Each entry is a :class:`~lynn.envs.evmquest.taskkit.TaskLogic` written with the task kit:
+its set-up, measured state, oracle script and weighted checks sit together, grouped by task
+family (native coin, wrapped native, ERC-20, NFTs, plain contract calls, DEX, staking, queries).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from decimal import Decimal
-from fractions import Fraction
 from typing import Any
 
-from eth_utils import function_signature_to_4byte_selector
-
-from lynn.envs.evmquest.answers import UNIT_INT, AnswerSpec, matches
-from lynn.envs.evmquest.world import (
-    AGENT,
-    AGENT_NFTS,
-    FRIEND,
-    MAX_UINT,
-    World,
-    artifact,
+from lynn.envs.evmquest.answers import UNIT_INT, AnswerSpec
+from lynn.envs.evmquest.taskkit import (
+    DEADLINE,
+    E18,
+    ROUTER_FNS,
+    Check,
+    Ctx,
+    TaskLogic,
+    abi_json,
+    approve_as_agent,
+    bal,
+    c_answer,
+    c_eq,
+    c_gas,
+    c_selector,
+    c_status,
+    c_to,
+    c_value,
+    native,
+    path_expr,
+    plain_script,
+    query_script,
+    selector,
+    share,
+    swap_path,
+    tx_script,
+    wei,
 )
+from lynn.envs.evmquest.world import AGENT, AGENT_NFTS, FRIEND, World
 
-E18 = 10**18
-GAS_SANE = 1_000_000  # a single task transaction should never need more
-
-
-def wei(amount: str | Decimal | int | float) -> int:
-    """Whole units (decimal string) -> base units (18 decimals)."""
-    return int(Decimal(str(amount)) * E18)
-
-
-def selector(signature: str) -> str:
-    return "0x" + function_signature_to_4byte_selector(signature).hex()
-
-
-@dataclass
-class Check:
-    """One weighted validation check."""
-
-    name: str
-    weight: int
-    passed: bool
-    detail: str = ""
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "weight": self.weight, "passed": self.passed, "detail": self.detail}
-
-
-@dataclass
-class TxRecord:
-    """A transaction the env sent for the agent."""
-
-    to: str | None
-    data: str
-    value: int
-    status: int
-    gas_used: int
-    fee: int
-    tx_hash: str
-    logs: list[Any] = field(default_factory=list)
-    gas_limit: int = 0
-
-    @property
-    def selector(self) -> str:
-        return self.data[:10].lower() if self.data and len(self.data) >= 10 else "0x"
-
-
-@dataclass
-class Ctx:
-    """What a validator sees."""
-
-    world: World
-    params: dict[str, Any]
-    before: dict[str, Any]
-    after: dict[str, Any]
-    txs: list[TxRecord]
-    answers: list[Any]
-
-    @property
-    def fees(self) -> int:
-        """Fees paid over every transaction of the episode (reverted ones too)."""
-        return sum(t.fee for t in self.txs)
-
-    @property
-    def tx(self) -> TxRecord | None:
-        """The last transaction (the one atomic tasks are judged on)."""
-        return self.txs[-1] if self.txs else None
-
-    def addr(self, role: str) -> str:
-        return self.world.addresses[role]
-
-    def delta(self, key: str) -> int:
-        return int(self.after[key]) - int(self.before[key])
-
-
-# ----------------------------------------------------------------------------- check helpers
-def close(got: int, want: int, rel: float = 1e-3) -> bool:
-    if want == 0:
-        return got == 0
-    return abs(got - want) <= abs(want) * rel
-
-
-def c_status(v: Ctx, weight: int = 30) -> Check:
-    tx = v.tx
-    ok = tx is not None and tx.status == 1
-    return Check("tx_status", weight, ok, "no transaction sent" if tx is None else f"status={tx.status}")
-
-
-def c_to(v: Ctx, want: str, weight: int, name: str = "target") -> Check:
-    tx = v.tx
-    got = tx.to if tx else None
-    ok = got is not None and got.lower() == want.lower()
-    return Check(name, weight, ok, f"to={got}, expected {want}")
-
-
-def c_selector(v: Ctx, signatures: list[str], weight: int) -> Check:
-    tx = v.tx
-    want = [selector(s) for s in signatures]
-    ok = tx is not None and tx.selector in want
-    return Check(
-        "function", weight, ok, f"selector={tx.selector if tx else None}, expected one of {signatures}"
-    )
-
-
-def c_value(v: Ctx, want: int, weight: int, rel: float = 0.0) -> Check:
-    tx = v.tx
-    got = tx.value if tx else 0
-    return Check("value", weight, tx is not None and close(got, want, rel), f"value={got}, expected {want}")
-
-
-def c_gas(v: Ctx, weight: int = 10, limit: int = GAS_SANE) -> Check:
-    tx = v.tx
-    ok = tx is not None and 0 < tx.gas_used <= limit
-    return Check("gas_sane", weight, ok, f"gas_used={tx.gas_used if tx else None}, limit {limit}")
-
-
-def c_eq(name: str, weight: int, got: Any, want: Any, rel: float = 0.0) -> Check:
-    if isinstance(want, int) and isinstance(got, int) and rel:
-        ok = close(got, want, rel)
-    elif isinstance(want, str) and isinstance(got, str):
-        ok = got.lower() == want.lower()
-    else:
-        ok = got == want
-    return Check(name, weight, ok, f"got {got}, expected {want}")
-
-
-def c_answer(v: Ctx, want: Any, weight: int = 100) -> Check:
-    """The episode's (last) answer equals the truth exactly, in the documented unit."""
-    got = v.answers[-1] if v.answers else None
-    ok = got is not None and matches(got, want)
-    return Check("answer", weight, ok, f"answer={_short(got)}, expected {_short(want)}")
-
-
-def _short(value: Any) -> str:
-    text = repr(value)
-    return text if len(text) < 200 else text[:200] + "..."
-
-
-# ----------------------------------------------------------------------------- oracle script helpers
-def abi_json(artifact_name: str, *functions: str) -> str:
-    abi = artifact(artifact_name)["abi"]
-    picked = [item for item in abi if item.get("type") == "function" and item["name"] in functions]
-    return json.dumps(picked, separators=(",", ":"))
-
-
-def _indent(src: str) -> str:
-    return "".join(f"    {line}\n" for line in src.strip("\n").splitlines()) if src.strip() else ""
-
-
-def tx_script(key: str, art: str, functions: list[str], call: str, value: str = "0", pre: str = "") -> str:
-    """Oracle source that returns one contract call as an unsigned transaction."""
-    return (
-        "import json\n\n"
-        f"ABI = json.loads({abi_json(art, *functions)!r})\n\n\n"
-        "def execute_skill(w3, agent_address, contracts):\n"
-        f"    contract = w3.eth.contract(address=contracts[{key!r}], abi=ABI)\n"
-        f"{_indent(pre)}"
-        f'    return {{"to": contract.address, "data": contract.encode_abi({call}), "value": {value}}}\n'
-    )
-
-
-def query_script(key: str, art: str, functions: list[str], expr: str, pre: str = "") -> str:
-    """Oracle source that answers a query from a contract."""
-    return (
-        "import json\n\n"
-        f"ABI = json.loads({abi_json(art, *functions)!r})\n\n\n"
-        "def execute_skill(w3, agent_address, contracts):\n"
-        f"    contract = w3.eth.contract(address=contracts[{key!r}], abi=ABI)\n"
-        f"{_indent(pre)}"
-        f'    return {{"query_result": {expr}}}\n'
-    )
-
-
-def share(expr: str, percent: Any) -> str:
-    """Source for ``percent``% of ``expr`` in integer arithmetic (a mutant may pass a fractional percent)."""
-    if isinstance(percent, int) and not isinstance(percent, bool):
-        return f"{expr} * {percent} // 100"
-    frac = Fraction(Decimal(str(percent))) / 100
-    return f"{expr} * {frac.numerator} // {frac.denominator}"
-
-
-def plain_script(body: str) -> str:
-    return "def execute_skill(w3, agent_address, contracts):\n" + _indent(body)
-
-
-# ----------------------------------------------------------------------------- logic
-Measure = Callable[[World, dict[str, Any]], dict[str, Any]]
-
-
-@dataclass
-class TaskLogic:
-    """Behaviour of one task id."""
-
-    script: Callable[[dict[str, Any], dict[str, str]], str]
-    checks: Callable[[Ctx], list[Check]]
-    measure: Measure = lambda w, p: {}
-    setup: Callable[[World, dict[str, Any]], None] = lambda w, p: None
-    # Composite tasks: the oracle's script for each step (params, names, pre-state measured at reset).
-    steps: Callable[[dict[str, Any], dict[str, str], dict[str, Any]], list[str]] | None = None
-    # The shape and unit of the task's answer (None: the task asks no question).
-    answer: AnswerSpec | None = None
-
-
-LOGIC: dict[str, TaskLogic] = {}
+ATOMIC: dict[str, TaskLogic] = {}
 
 
 def task(task_id: str, **kwargs: Any) -> None:
-    LOGIC[task_id] = TaskLogic(**kwargs)
-
-
-def bal(w: World, role: str, who: str) -> int:
-    return int(w.reader(role).functions.balanceOf(who).call())
-
-
-def native(w: World, who: str) -> int:
-    return int(w.chain.w3.eth.get_balance(who))  # type: ignore[arg-type]
-
-
-def approve_as_agent(w: World, token: str, spender_role: str, amount: int = MAX_UINT) -> None:
-    w.call(AGENT, token, "approve", w.addresses[spender_role], amount)
+    ATOMIC[task_id] = TaskLogic(**kwargs)
 
 
 # --- native coin -------------------------------------------------------------------------------
@@ -983,20 +783,6 @@ task(
 
 
 # --- DEX: swaps and liquidity ------------------------------------------------------------------
-ROUTER_FNS = [
-    "swapExactETHForTokens", "swapExactTokensForETH", "swapExactTokensForTokens", "swapTokensForExactTokens",
-    "getAmountsOut", "getAmountsIn", "addLiquidityETH", "addLiquidity", "removeLiquidityETH", "removeLiquidity",
-]  # fmt: skip
-
-
-def _path(n: dict[str, str], roles: list[str]) -> str:
-    return "[" + ", ".join(f"contracts[{n[r]!r}]" for r in roles) + "]"
-
-
-def swap_path(p: dict[str, Any]) -> list[str]:
-    return [str(r) for r in p["path"]]
-
-
 def _m_dex(w: World, p: dict[str, Any]) -> dict[str, Any]:
     out = {"agent_native": native(w, AGENT.address)}
     for role in (
@@ -1056,12 +842,9 @@ def _swap_checks(v: Ctx, sigs: list[str], out_role: str, in_role: str) -> list[C
     ]
 
 
-DEADLINE = 'w3.eth.get_block("latest")["timestamp"] + 600'
-
-
 def _swap_script(fn: str, p: dict[str, Any], n: dict[str, str], value_native: bool) -> str:
     amount = f'w3.to_wei({p["amount"]!r}, "ether")'
-    path = _path(n, swap_path(p))
+    path = path_expr(n, swap_path(p))
     if fn == "swapExactETHForTokens":
         call = f'"{fn}", args=[quote * 99 // 100, path, agent_address, deadline]'
     elif fn == "swapTokensForExactTokens":
@@ -1146,13 +929,13 @@ def _add_liq_script(p: dict[str, Any], n: dict[str, str]) -> str:
     if p["pair"] == "pair_wrapped_stable":
         pre = (
             f'amount_native = w3.to_wei({p["amount"]!r}, "ether")\n'
-            f"path = {_path(n, ['wrapped', 'stable'])}\n"
+            f"path = {path_expr(n, ['wrapped', 'stable'])}\n"
             "amount_token = contract.functions.getAmountsOut(amount_native, path).call()[-1] * 1005 // 1000\n"
             f"deadline = {DEADLINE}"
         )
         call = '"addLiquidityETH", args=[path[1], amount_token, 0, amount_native * 99 // 100, agent_address, deadline]'
         return tx_script(n["router"], "UniswapV2Router02", ROUTER_FNS, call, "amount_native", pre)
-    pre = f'amount = w3.to_wei({p["amount"]!r}, "ether")\npath = {_path(n, ["stable", "stable2"])}\ndeadline = {DEADLINE}'
+    pre = f'amount = w3.to_wei({p["amount"]!r}, "ether")\npath = {path_expr(n, ["stable", "stable2"])}\ndeadline = {DEADLINE}'
     call = '"addLiquidity", args=[path[0], path[1], amount, amount, amount * 98 // 100, amount * 98 // 100, agent_address, deadline]'
     return tx_script(n["router"], "UniswapV2Router02", ROUTER_FNS, call, "0", pre)
 
@@ -1423,7 +1206,7 @@ query(
         n["router"],
         "UniswapV2Router02",
         ["getAmountsOut"],
-        f'contract.functions.getAmountsOut(w3.to_wei({p["amount"]!r}, "ether"), {_path(n, swap_path(p))}).call()[-1]',
+        f'contract.functions.getAmountsOut(w3.to_wei({p["amount"]!r}, "ether"), {path_expr(n, swap_path(p))}).call()[-1]',
     ),
     lambda w, p: int(
         w.reader("router")
@@ -1437,7 +1220,7 @@ query(
         n["router"],
         "UniswapV2Router02",
         ["getAmountsIn"],
-        f'contract.functions.getAmountsIn(w3.to_wei({p["amount"]!r}, "ether"), {_path(n, swap_path(p))}).call()[0]',
+        f'contract.functions.getAmountsIn(w3.to_wei({p["amount"]!r}, "ether"), {path_expr(n, swap_path(p))}).call()[0]',
     ),
     lambda w, p: int(
         w.reader("router")
@@ -1566,9 +1349,3 @@ query(
     lambda w, p: int(w.chain.w3.eth.get_transaction_count(p["account"])),
     AnswerSpec("an integer: the account's transaction count (nonce)"),
 )
-
-
-# The composite tasks register themselves in LOGIC when their module finishes loading; a plain
-# import (not ``from ... import COMPOSITES``) also works while that module is still initialising,
-# i.e. when a user imports composites before logic.
-import lynn.envs.evmquest.composites  # noqa: E402, F401
