@@ -59,6 +59,12 @@ class WebFormat:
         norm: candidate score: ``sum`` (log-likelihood), ``mean`` (per token) or ``pmi`` (log-likelihood minus
             the reply's log-likelihood after an empty page, :data:`NULL_PROMPT`: how much this page and goal
             support the reply, which removes the bias towards short, frequent replies).
+        slots: the goal's literals are shown as slot names (``L1``, ``L2``) wherever they occur — goal, page,
+            history and replies — with one ``Slots:`` line giving their values (:func:`web_slots`): a fill
+            or a click on the goal's product becomes ``= "L2"`` / ``link "L2"``, a choice among short names
+            the prompt gives instead of a copy.
+        show_options: a combobox's line lists its options (``[relevance|price_asc|…]``), so a select is
+            read off the prompt, not only off the candidates.
     """
 
     k: int = 20
@@ -67,6 +73,8 @@ class WebFormat:
     line_chars: int = 90
     ranker: dict[str, Any] = field(default_factory=dict)
     norm: str = "sum"
+    slots: bool = False
+    show_options: bool = False
 
     def make_ranker(self) -> WebRanker:
         if not self.ranker:
@@ -104,6 +112,63 @@ def goal_literals(goal: str) -> list[str]:
             seen.add(s)
             uniq.append(s)
     return uniq
+
+
+#: The longest combobox option list shown on a unit's line (characters).
+OPTIONS_CHARS = 120
+
+
+def web_slots(goal: str) -> dict[str, str]:
+    """Slot name -> literal for the goal's literals (:func:`goal_literals`), named ``L1, L2, …`` in the order
+    they occur in the goal (the longer first where two start together), so a template's product is the same
+    slot in every instance. Left out: one-character literals and the goal's first word when it is a single
+    capitalised word (``What``, ``Show``: the template's verb, not a value; so ``1`` is never a slot, and masking
+    it would rename every ``1`` on the page), and the pieces of a quoted literal (``Solid`` of “Solid choice”)."""
+    lits = []
+    first = goal.split(" ", 1)[0].rstrip(",.?")
+    quoted = [m.group(1) for m in re.finditer(r"[“\"]([^”\"]+)[”\"]", goal)]
+    for lit in goal_literals(goal):
+        if len(lit) < 2 or (lit == first and " " not in lit):
+            continue
+        if lit not in quoted and any(lit in qt for qt in quoted):  # "Solid" of “Solid choice”
+            continue
+        at = goal.find(lit)
+        lits.append((at if at >= 0 else len(goal), -len(lit), lit))
+    return {f"L{i}": lit for i, (_, _, lit) in enumerate(sorted(lits), 1)}
+
+
+def _slot_pattern(slots: dict[str, str]) -> re.Pattern[str] | None:
+    if not slots:
+        return None
+    alts = "|".join(re.escape(v) for v in sorted(slots.values(), key=len, reverse=True))
+    # Whole literals only: "69" is not masked inside "$69.00", "#169" or "2025-03-69".
+    return re.compile(rf"(?<![\w.$,/-])(?:{alts})(?![\w]|[.,/-]\w)")
+
+
+def mask_slots(text: str, slots: dict[str, str]) -> str:
+    """``text`` with every whole occurrence of a slot's literal written as the slot's name (longest first)."""
+    pat = _slot_pattern(slots)
+    if pat is None:
+        return text
+    by_lit = {v: k for k, v in slots.items()}
+    return pat.sub(lambda m: by_lit[m.group(0)], text)
+
+
+def shown_replies(replies: Sequence[str], goal: str, fmt: WebFormat) -> list[str]:
+    """Replies as the model reads and scores them: masked when ``fmt.slots`` (the env action is unchanged)."""
+    if not fmt.slots:
+        return list(replies)
+    slots = web_slots(goal)
+    return [mask_slots(r, slots) for r in replies]
+
+
+def unit_line(e: Element, fmt: WebFormat) -> str:
+    """``e``'s prompt line; with ``fmt.show_options`` a combobox also lists its options."""
+    line = e.line(fmt.line_chars)
+    if fmt.show_options and e.options:
+        opts = "|".join(e.options)
+        line += " [" + (opts if len(opts) <= OPTIONS_CHARS else opts[: OPTIONS_CHARS - 1] + "…") + "]"
+    return line
 
 
 def answer_spans(units: Sequence[Element]) -> list[str]:
@@ -162,13 +227,19 @@ def render_ranked(
     units = units if units is not None else top_units(obs, replies, fmt)
     url = urlparse(str(obs.get("url", "")))
     path = url.path + (f"?{url.query}" if url.query else "")
+    goal = str(obs.get("goal", ""))
     user = (
-        f"Goal: {obs.get('goal', '')}\n"
+        f"Goal: {goal}\n"
         f"Page: {path} · {obs.get('title', '')}\n"
         + history_line(replies, str(obs.get("last_action_error") or ""))
         + "Elements:\n"
-        + "\n".join(e.line(fmt.line_chars) for e in units)
+        + "\n".join(unit_line(e, fmt) for e in units)
     )
+    if fmt.slots:
+        slots = web_slots(goal)
+        table = "; ".join(f"{k} {q(v)}" for k, v in slots.items()) or "none"
+        head, rest = mask_slots(user, slots).split("\n", 1)
+        user = f"{head}\nSlots: {table}\n{rest}"
     return [{"role": "system", "content": WEB_RANKED_SYSTEM}, {"role": "user", "content": user}]
 
 
@@ -390,6 +461,10 @@ def ranked_demos(
         def demo(
             reply: str, extra: dict[str, Any], msgs: list[dict[str, str]] = msgs, st: dict[str, Any] = st
         ) -> Any:
+            if fmt.slots:  # the model reads and scores replies with the goal's literals as slot names
+                reply = shown_replies([reply], st["goal"], fmt)[0]
+                if "negatives" in extra:
+                    extra = {**extra, "negatives": shown_replies(extra["negatives"], st["goal"], fmt)}
             return Demo(
                 [*msgs, {"role": "assistant", "content": reply}],
                 "Lynn/LiveWeb-v0",
@@ -408,7 +483,13 @@ def ranked_demos(
         wrong = [r for r, _ in candidates(st["obs"], units, fmt, page) if r != st["reply"]]
         if negatives > 0:
             if miner is not None and wrong:
-                sc = score_replies(miner[0], miner[1], msgs, wrong, fmt.norm if fmt.norm != "pmi" else "sum")
+                sc = score_replies(
+                    miner[0],
+                    miner[1],
+                    msgs,
+                    shown_replies(wrong, st["goal"], fmt),
+                    fmt.norm if fmt.norm != "pmi" else "sum",
+                )
                 wrong = [wrong[i] for i in sorted(range(len(wrong)), key=lambda i: -sc[i])]
             else:
                 rng.shuffle(wrong)
@@ -497,6 +578,7 @@ class RankedChooser:
         self.ranker = fmt.make_ranker()
         self.max_parts = max_parts
         self.last_prompt_tokens = 0
+        self.goal = ""
 
     def choose(self, obs: dict[str, Any], replies: Sequence[str]) -> tuple[str, str]:
         """(reply, env action) for ``obs`` after ``replies``."""
@@ -507,6 +589,7 @@ class RankedChooser:
         from lynn.lm.tokenizer import encode_chat
 
         self.last_prompt_tokens = len(encode_chat(self.tokenizer, msgs, add_generation_prompt=True))
+        self.goal = str(obs.get("goal", ""))
         scores = self._score(msgs, [r for r, _ in cands])
         best = max(range(len(cands)), key=lambda i: scores[i])
         reply, action = cands[best]
@@ -515,6 +598,7 @@ class RankedChooser:
         return reply, action
 
     def _score(self, msgs: list[dict[str, str]], replies: list[str]) -> list[float]:
+        replies = shown_replies(replies, self.goal, self.fmt)
         if self.fmt.norm != "pmi":
             return score_replies(self.model, self.tokenizer, msgs, replies, self.fmt.norm)
         got = score_replies(self.model, self.tokenizer, msgs, replies, "sum")
@@ -556,6 +640,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     ap.add_argument("--mine", help="model folder whose highest-scored wrong candidates are the negatives")
     ap.add_argument("--format", help="reuse this lynn_web.json (ranker, constants) instead of fitting one")
+    ap.add_argument("--slots", action="store_true", help="goal literals as slot names (WebFormat.slots)")
+    ap.add_argument("--show-options", action="store_true", help="combobox options on their line")
     args = ap.parse_args(argv)
     rows: list[dict[str, Any]] = []
     for t in args.transitions:
@@ -570,8 +656,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     if args.format:
         fmt = WebFormat(**json.loads(Path(args.format).read_text()))
+        if args.k != ap.get_default("k"):
+            fmt.k = args.k
     else:
         fmt = learn_format(steps, k=args.k)
+    fmt.slots = fmt.slots or args.slots
+    fmt.show_options = fmt.show_options or args.show_options
     miner = None
     if args.mine:
         from lynn.lm.backends import TransformersGenerator
