@@ -117,11 +117,11 @@ MODULES: dict[str, Module] = {
         ["tests/envs/evmquest/test_checks_unit.py"],
         functions=["x_c_*", "x_calls", "x_swaps_value", "x_fees", "x__*_checks"],
     ),
-    # evmquest_env.py: the episode score only (the rest needs a chain; tests/envs/evmquest/test_env.py).
+    # scoring.py: the episode score of each profile (the rest needs a chain; tests/envs/evmquest/test_env.py).
     "evm_scoring": Module(
-        "lynn/envs/evmquest/evmquest_env.py",
+        "lynn/envs/evmquest/scoring.py",
         ["tests/envs/evmquest/test_checks_unit.py"],
-        functions=["xǁEVMQuestEnvǁ_score"],
+        functions=["xǁDefaultScoringǁscore", "xǁReferenceScoringǁscore"],
     ),
 }
 

@@ -10,12 +10,12 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from lynn.envs.evmquest.scoring import SCORINGS
 from lynn.envs.evmquest.spec import SPLITS, TaskInstance, TaskSpec, instantiate, load_specs
 from lynn.envs.spaces import UnicodeText
 
 ACTION_MODES = ("script", "tx", "skill")
 SCRIPT_LANGUAGES = ("python", "typescript")
-SCORINGS = ("default", "reference")
 MAX_TEXT = 200_000
 
 
@@ -125,6 +125,7 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
             raise ValueError(f"no implemented task in split {split!r}")
         self.specs = specs
         self.scoring = scoring
+        self.scorer = SCORINGS[scoring]()  # the profile's rules: steps, set-up, measure, score, answers
         self.split = split
         self.profile = PROFILES[chain]
         self.backend_name = backend
@@ -257,10 +258,7 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
         self.world.forget_nonces()
         self._reset_state()
         globals_ = {"native": self.profile.native, "wrapped": self.profile.wrapped, "dex": self.profile.dex}
-        if self.scoring == "reference":
-            from lynn.envs.evmquest.reference import spec_for
-
-            spec = spec_for(spec)
+        spec = self.scorer.spec_for(spec)
         self.instance = instantiate(
             spec,
             self.np_random,
@@ -273,18 +271,8 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
 
         self.instance.scoring = self.scoring
         noise.reset_node_defaults(self.world)
-        if self.scoring == "default":
-            # Hidden state drawn after the instruction, so a seed renders the same instruction as before.
-            self.instance.params["hidden"] = noise.draw(task_id, self.np_random)
-            noise.apply(self.world, self.instance.params)
-            self.world.forget_nonces()
         logic = LOGIC[task_id]
-        logic.setup(self.world, self.instance.params)
-        if self.scoring == "reference":
-            from lynn.envs.evmquest import reference
-
-            self.world.forget_nonces()
-            reference.setup(self.world, task_id, self.instance.params)
+        self.scorer.setup(self.world, logic, self.instance, self.np_random)
         self.world.forget_nonces()
         # The pre-state reads in one JSON-RPC batch where the backend takes one (same values).
         self.before = self.chain.read_batched(lambda: self._measure(logic))
@@ -463,15 +451,12 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
         if value.get("done") is True:
             return "done", None
         if "query_result" in value:
-            from lynn.envs.evmquest.answers import check_shape
             from lynn.envs.evmquest.catalog import LOGIC
 
             assert self.instance is not None
             spec = LOGIC[self.instance.task_id].answer
             composite = self.instance.spec.split == "composite"
-            problem = (
-                check_shape(value["query_result"], spec, composite) if self.scoring == "default" else None
-            )
+            problem = self.scorer.check_answer(value["query_result"], spec, composite)
             if problem:
                 return "bad_answer", problem
             self.answers.append(value["query_result"])
@@ -570,26 +555,17 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
     # ------------------------------------------------------------------ scoring
     def max_steps(self, spec: TaskSpec) -> int:
         """Steps an episode of ``spec`` may take under this env's scoring profile."""
-        if self.scoring == "reference":
-            from lynn.envs.evmquest.reference import max_steps
-
-            return max_steps(spec.task_id, spec.split)
-        return spec.max_steps
+        return self.scorer.max_steps(spec)
 
     @property
     def split_name(self) -> str:
         """The split as leaderboards should show it: ``atomic``, or ``atomic/reference`` under the reference profile."""
-        return self.split if self.scoring == "default" else f"{self.split}/{self.scoring}"
+        return self.scorer.split_name(self.split)
 
     def _measure(self, logic: Any) -> dict[str, Any]:
         """The task's measured state; under the reference profile plus what its snapshot holds."""
         assert self.instance is not None
-        state = logic.measure(self.world, self.instance.params)
-        if self.scoring == "reference":
-            from lynn.envs.evmquest import reference
-
-            state.update(reference.measure(self.world, self.instance.spec.task_id, self.instance.params))
-        return state
+        return self.scorer.measure(self.world, logic, self.instance)
 
     def _score(self) -> tuple[float, dict[str, Any]]:
         from lynn.envs.evmquest.catalog import LOGIC
@@ -598,52 +574,14 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
         assert self.instance is not None
         spec = self.instance.spec
         logic = LOGIC[spec.task_id]
+        # Every execution round counts (failed ones too); the closing {"done": true} does not.
         rounds = self.steps - (1 if self._closed_by_done else 0)
         try:
             after = self._measure(logic)
             ctx = Ctx(self.world, self.instance.params, self.before, after, self.txs, self.answers)
-            if self.scoring == "reference":
-                from lynn.envs.evmquest import reference
-
-                if reference.is_ported(spec.task_id, spec.split):
-                    if spec.split == "atomic":
-                        score, success, checks = reference.score_atomic(spec.task_id, ctx)
-                        extra: dict[str, Any] = {}
-                    else:
-                        score, success, checks, decay = reference.score_composite(spec.task_id, ctx, rounds)
-                        extra = {"decay": decay}
-                    return score / 100.0, {
-                        "checks": [c.as_dict() for c in checks],
-                        "score": score,
-                        "success": success,
-                        "reference_port": True,
-                        **extra,
-                    }
-            checks = logic.checks(ctx)
+            return self.scorer.score(spec, logic, ctx, rounds)
         except Exception as exc:  # a validator must not take the env down
             return 0.0, {"checks": [], "score": 0.0, "success": False, "error": f"validation failed: {exc}"}
-        base = float(sum(c.weight for c in checks if c.passed))
-        if logic.answer is None and not any(t.status == 1 for t in self.txs):
-            base = 0.0  # checks of state nothing changed (e.g. "stake kept") earn nothing without an action
-        if spec.split == "atomic":
-            score = base
-            success = all(c.passed for c in checks)
-        else:
-            # Every execution round counts (failed ones too); the closing {"done": true} does not.
-            rounds = self.steps - (1 if self._closed_by_done else 0)
-            decay = (
-                min(1.0, spec.optimal_steps / rounds) if rounds > 0 and (self.txs or self.answers) else 0.0
-            )
-            score = base * decay
-            # Strict: every check of the end state must pass (the score keeps partial credit).
-            success = bool(checks) and all(c.passed for c in checks) and decay > 0
-        port = {"reference_port": False} if self.scoring == "reference" else {}
-        return score / 100.0, {
-            "checks": [c.as_dict() for c in checks],
-            "score": score,
-            "success": success,
-            **port,
-        }
 
     # ------------------------------------------------------------------ observation
     def _describe(self, outcome: str) -> str:
@@ -717,20 +655,7 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
 
         assert self.instance is not None
         spec = LOGIC[self.instance.task_id].answer
-        if spec is None:
-            return None
-        if self.scoring == "reference" and self.instance.spec.split == "atomic":
-            from lynn.envs.evmquest.reference import QUERY_FIELDS
-
-            if self.instance.task_id in QUERY_FIELDS:  # the reference's own answer format
-                names = ", ".join(repr(f) for f in QUERY_FIELDS[self.instance.task_id])
-                return f"a JSON object with the fields {names} (integers as decimal strings)"
-        text = spec.render()
-        for key, value in {**self.names, **self.instance.display}.items():
-            text = text.replace("{" + key + "}", value)
-        if spec.fields and self.instance.spec.split == "composite":
-            text += " (fields may be reported over several answers; the last value given for a field counts)"
-        return text
+        return None if spec is None else self.scorer.answer_format(self.instance, spec, self.names)
 
     def _obs(self) -> dict[str, Any]:
         assert self.instance is not None
