@@ -28,8 +28,20 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from lynn.envs.evmquest.taskkit import Check, Ctx, selector, wei
-from lynn.envs.evmquest.world import AGENT, MAX_UINT, World
+from lynn.envs.evmquest.taskkit import (
+    Check,
+    Ctx,
+    path_expr,
+    plain_script,
+    query_script,
+    selector,
+    tx_calls,
+    tx_ok,
+    tx_script,
+    tx_to,
+    wei,
+)
+from lynn.envs.evmquest.world import AGENT, MAX_UINT, ROLE_ARTIFACT, World, abi_encode, function_abi
 
 # (optimal steps, max-rounds multiplier) where the reference's interaction_config sets them.
 COMPOSITE_STEPS: dict[str, tuple[int, int]] = {
@@ -82,7 +94,9 @@ def max_steps(task_id: str, split: str) -> int:
     return 1 if split == "atomic" else composite_steps(task_id)[1]
 
 
-# ----------------------------------------------------------------------------- atomic validators
+# ----------------------------------------------------------------------------- rules every ported validator shares
+
+
 @dataclass(frozen=True)
 class RefTask:
     """A ported reference validator: weighted checks, a status gate and a pass rule."""
@@ -102,168 +116,6 @@ def _within(got: int, want: int, rel: float) -> bool:
     return abs(got - want) <= int(want * rel)
 
 
-def _to(v: Ctx, want: str) -> bool:
-    return v.tx is not None and (v.tx.to or "").lower() == want.lower()
-
-
-def _sel(v: Ctx, signature: str) -> bool:
-    return v.tx is not None and v.tx.selector == selector(signature)
-
-
-def _status(v: Ctx) -> bool:
-    return v.tx is not None and v.tx.status == 1
-
-
-def _native_transfer(v: Ctx, want: int, weights: tuple[int, int, int, int, int]) -> list[Check]:
-    tx = v.tx
-    value = tx.value if tx else 0
-    gas_used = tx.gas_used if tx else 0
-    spent = -v.delta("agent_native")
-    fee = tx.fee if tx else 0
-    w_status, w_to, w_value, w_gas, w_balance = weights
-    return [
-        Check("transaction_success", w_status, _status(v)),
-        Check("target_address", w_to, _to(v, v.params["recipient"])),
-        Check("amount", w_value, _within(value, want, 0.001), f"value={value}, expected {want} (0.1%)"),
-        Check("gas_settings", w_gas, gas_used >= 21_000 and gas_used <= _gas_limit(v) <= 500_000),
-        Check("balance_change", w_balance, _within(spent, value + fee, 0.001), f"spent {spent}"),
-    ]
-
-
-def _erc20_transfer(v: Ctx) -> list[Check]:
-    token = v.params.get("token", "stable")
-    want = wei(v.params["amount"])
-    return [
-        Check("transaction_success", 30, _status(v)),
-        Check("contract_address", 20, _to(v, v.addr(token))),
-        Check("function_selector", 20, _sel(v, "transfer(address,uint256)")),
-        Check(
-            "balance_changes",
-            30,
-            v.delta("agent_token") == -want and v.delta("recipient_token") == want,
-            f"sender {v.delta('agent_token')}, receiver {v.delta('recipient_token')}, expected {want}",
-        ),
-    ]
-
-
-def _wbnb_deposit(v: Ctx) -> list[Check]:
-    want = wei(v.params["amount"])
-    value = v.tx.value if v.tx else 0
-    return [
-        Check("transaction_success", 30, _status(v)),
-        Check("contract_address", 20, _to(v, v.addr("wrapped"))),
-        Check("function_selector", 20, _sel(v, "deposit()")),
-        Check("amount", 20, _within(value, want, 0.001)),
-        Check("wrapped_balance", 10, _within(v.delta("agent_wrapped"), want, 0.001)),
-    ]
-
-
-def _wbnb_withdraw(v: Ctx) -> list[Check]:
-    want = wei(v.params["amount"])
-    fee = v.tx.fee if v.tx else 0
-    native_after = v.after["agent_native"]
-    return [
-        Check("transaction_success", 30, _status(v)),
-        Check("contract_address", 20, _to(v, v.addr("wrapped"))),
-        Check("function_selector", 20, _sel(v, "withdraw(uint256)")),
-        Check("wrapped_balance", 15, _within(-v.delta("agent_wrapped"), want, 0.001)),
-        Check(
-            "native_balance",
-            15,
-            abs(native_after - (v.before["agent_native"] + want - fee)) <= int(want * 0.001),
-        ),
-    ]
-
-
-def _erc721_transfer(v: Ctx) -> list[Check]:
-    return [
-        Check("transaction_success", 30, _status(v)),
-        Check("contract_address", 20, _to(v, v.addr("nft"))),
-        Check("function_selector", 20, _sel(v, "transferFrom(address,address,uint256)")),
-        Check("ownership", 30, str(v.after["owner"]).lower() == str(v.params["recipient"]).lower()),
-    ]
-
-
-def _contract_call_simple(v: Ctx) -> list[Check]:
-    return [
-        Check("transaction_success", 40, _status(v)),
-        Check("contract_address", 20, _to(v, v.addr("counter"))),
-        Check("function_selector", 20, _sel(v, "increment()")),
-        Check("counter_increased", 20, v.delta("count") == 1),
-    ]
-
-
-def _nft_checks(signature: str, state: str, weights: tuple[int, int, int]) -> Callable[[Ctx], list[Check]]:
-    """ERC-721 approve / setApprovalForAll / safeTransferFrom: status, resulting state, selector."""
-
-    def checks(v: Ctx) -> list[Check]:
-        if state == "approved":
-            ok = str(v.after["approved"]).lower() == str(v.params["spender"]).lower()
-        elif state == "for_all":
-            ok = v.after["for_all"] is True
-        else:
-            ok = str(v.after["owner"]).lower() == str(v.params["recipient"]).lower()
-        return [
-            Check("transaction_success", weights[0], _status(v)),
-            Check(state, weights[1], ok),
-            Check("function_selector", weights[2], _sel(v, signature)),
-        ]
-
-    return checks
-
-
-def _query_field(field: str) -> Callable[[Ctx], list[Check]]:
-    """The reference's balance queries: answered (30), the named field present (30), exact (40)."""
-
-    def checks(v: Ctx) -> list[Check]:
-        answer = v.answers[-1] if v.answers else None
-        has = isinstance(answer, dict) and field in answer
-        got = answer.get(field) if has else None  # type: ignore[union-attr]
-        try:
-            value = int(got, 16) if isinstance(got, str) and got.startswith("0x") else int(got)  # type: ignore[arg-type]
-        except (TypeError, ValueError):
-            value = None
-        return [
-            Check("query_success", 30, answer is not None),
-            Check("format", 30, has, f"expected a {field!r} field"),
-            Check("value", 40, has and value == v.after["truth"], f"got {got}, expected {v.after['truth']}"),
-        ]
-
-    return checks
-
-
-ATOMIC: dict[str, RefTask] = {
-    "bnb_transfer_basic": RefTask(
-        lambda v: _native_transfer(v, wei(v.params["amount"]), (30, 25, 25, 10, 10)), gated=False
-    ),
-    "bnb_transfer_percentage": RefTask(
-        lambda v: _native_transfer(
-            v, v.before["agent_native"] * int(v.params["percent"]) // 100, (30, 20, 30, 10, 10)
-        ),
-        gated=False,
-    ),
-    "erc20_transfer_fixed": RefTask(_erc20_transfer, threshold=80),
-    "wbnb_deposit": RefTask(_wbnb_deposit, threshold=80),
-    "wbnb_withdraw": RefTask(_wbnb_withdraw, threshold=80),
-    "erc721_transfer": RefTask(_erc721_transfer, threshold=80),
-    "contract_call_simple": RefTask(_contract_call_simple),
-    "erc721_approve": RefTask(_nft_checks("approve(address,uint256)", "approved", (30, 50, 20))),
-    "erc721_set_approval_for_all": RefTask(
-        _nft_checks("setApprovalForAll(address,bool)", "for_all", (30, 50, 20))
-    ),
-    "erc721_safe_transfer": RefTask(
-        _nft_checks("safeTransferFrom(address,address,uint256)", "owner", (30, 40, 30))
-    ),
-    "erc20_permit": RefTask(
-        lambda v: [
-            Check("transaction_success", 40, _status(v)),
-            Check("allowance", 60, v.after["allowance"] == wei(v.params["amount"])),
-        ]
-    ),
-    "query_bnb_balance": RefTask(_query_field("balance_wei"), gated=False),
-    "query_erc20_balance": RefTask(_query_field("balance_raw"), gated=False),
-}
-# ----------------------------------------------------------------------------- batch 2: native, ERC-20
 ZERO = "0x" + "00" * 20
 
 
@@ -296,11 +148,33 @@ def _fee(v: Ctx) -> int:
     return v.tx.fee if v.tx is not None else 0
 
 
+ATOMIC: dict[str, RefTask] = {}  # task id -> its ported validator, filled family by family
+
+
+# ----------------------------------------------------------------------------- native coin
+
+
+def _native_transfer(v: Ctx, want: int, weights: tuple[int, int, int, int, int]) -> list[Check]:
+    tx = v.tx
+    value = tx.value if tx else 0
+    gas_used = tx.gas_used if tx else 0
+    spent = -v.delta("agent_native")
+    fee = tx.fee if tx else 0
+    w_status, w_to, w_value, w_gas, w_balance = weights
+    return [
+        Check("transaction_success", w_status, tx_ok(v)),
+        Check("target_address", w_to, tx_to(v, v.params["recipient"])),
+        Check("amount", w_value, _within(value, want, 0.001), f"value={value}, expected {want} (0.1%)"),
+        Check("gas_settings", w_gas, gas_used >= 21_000 and gas_used <= _gas_limit(v) <= 500_000),
+        Check("balance_change", w_balance, _within(spent, value + fee, 0.001), f"spent {spent}"),
+    ]
+
+
 def _max_native(v: Ctx) -> list[Check]:
     want = v.before["agent_native"] - _fee(v)
     return [
-        Check("transaction_success", 30, _status(v)),
-        Check("recipient", 20, _to(v, v.params["recipient"])),
+        Check("transaction_success", 30, tx_ok(v)),
+        Check("recipient", 20, tx_to(v, v.params["recipient"])),
         Check(
             "max_amount", 30, abs(_value(v) - want) <= _tol(want, floor=1000), f"sent {_value(v)}, max {want}"
         ),
@@ -312,8 +186,8 @@ def _native_to_contract(v: Ctx) -> list[Check]:
     want = wei(v.params["amount"])
     got = v.after["ref_target_native"] - v.before["ref_target_native"]
     return [
-        Check("transaction_success", 30, _status(v)),
-        Check("contract_address", 20, _to(v, v.addr("fallback"))),  # a contract: it has code
+        Check("transaction_success", 30, tx_ok(v)),
+        Check("contract_address", 20, tx_to(v, v.addr("fallback"))),  # a contract: it has code
         Check("amount", 30, _value(v) == want, f"value={_value(v)}, expected {want} exactly"),
         Check("contract_balance", 20, abs(got - want) <= _tol(want), f"contract received {got}"),
     ]
@@ -339,11 +213,88 @@ def _native_with_message(v: Ctx) -> list[Check]:
     found = text is not None and (message in text or text.strip() == message.strip())
     expected_after = v.before["agent_native"] - want - _fee(v)
     return [
-        Check("transaction_success", 20, _status(v)),
-        Check("recipient", 20, _to(v, v.params["recipient"])),
+        Check("transaction_success", 20, tx_ok(v)),
+        Check("recipient", 20, tx_to(v, v.params["recipient"])),
         Check("amount", 20, _value(v) == want, f"value={_value(v)}, expected {want} exactly"),
         Check("message", 30, found, f"decoded {text!r}"),
         Check("balance", 10, abs(v.after["agent_native"] - expected_after) <= _tol(want)),
+    ]
+
+
+ATOMIC.update(
+    {
+        "bnb_transfer_basic": RefTask(
+            lambda v: _native_transfer(v, wei(v.params["amount"]), (30, 25, 25, 10, 10)), gated=False
+        ),
+        "bnb_transfer_percentage": RefTask(
+            lambda v: _native_transfer(
+                v, v.before["agent_native"] * int(v.params["percent"]) // 100, (30, 20, 30, 10, 10)
+            ),
+            gated=False,
+        ),
+        "bnb_transfer_max_amount": RefTask(_max_native, threshold=80),
+        "bnb_transfer_to_contract": RefTask(_native_to_contract, threshold=80),
+        "bnb_transfer_with_message": RefTask(_native_with_message, threshold=80),
+    }
+)
+
+
+# ----------------------------------------------------------------------------- wrapped native
+
+
+def _wbnb_deposit(v: Ctx) -> list[Check]:
+    want = wei(v.params["amount"])
+    value = v.tx.value if v.tx else 0
+    return [
+        Check("transaction_success", 30, tx_ok(v)),
+        Check("contract_address", 20, tx_to(v, v.addr("wrapped"))),
+        Check("function_selector", 20, tx_calls(v, "deposit()")),
+        Check("amount", 20, _within(value, want, 0.001)),
+        Check("wrapped_balance", 10, _within(v.delta("agent_wrapped"), want, 0.001)),
+    ]
+
+
+def _wbnb_withdraw(v: Ctx) -> list[Check]:
+    want = wei(v.params["amount"])
+    fee = v.tx.fee if v.tx else 0
+    native_after = v.after["agent_native"]
+    return [
+        Check("transaction_success", 30, tx_ok(v)),
+        Check("contract_address", 20, tx_to(v, v.addr("wrapped"))),
+        Check("function_selector", 20, tx_calls(v, "withdraw(uint256)")),
+        Check("wrapped_balance", 15, _within(-v.delta("agent_wrapped"), want, 0.001)),
+        Check(
+            "native_balance",
+            15,
+            abs(native_after - (v.before["agent_native"] + want - fee)) <= int(want * 0.001),
+        ),
+    ]
+
+
+ATOMIC.update(
+    {
+        "wbnb_deposit": RefTask(_wbnb_deposit, threshold=80),
+        "wbnb_withdraw": RefTask(_wbnb_withdraw, threshold=80),
+    }
+)
+
+
+# ----------------------------------------------------------------------------- ERC-20 and ERC-1363
+
+
+def _erc20_transfer(v: Ctx) -> list[Check]:
+    token = v.params.get("token", "stable")
+    want = wei(v.params["amount"])
+    return [
+        Check("transaction_success", 30, tx_ok(v)),
+        Check("contract_address", 20, tx_to(v, v.addr(token))),
+        Check("function_selector", 20, tx_calls(v, "transfer(address,uint256)")),
+        Check(
+            "balance_changes",
+            30,
+            v.delta("agent_token") == -want and v.delta("recipient_token") == want,
+            f"sender {v.delta('agent_token')}, receiver {v.delta('recipient_token')}, expected {want}",
+        ),
     ]
 
 
@@ -353,9 +304,9 @@ def _erc20_share(v: Ctx) -> list[Check]:
     tol = int(want * 0.001)
     sent = -v.delta("agent_token")
     return [
-        Check("transaction_success", 30, _status(v)),
-        Check("contract_address", 20, _to(v, v.addr(token))),
-        Check("function_selector", 10, _sel(v, "transfer(address,uint256)")),
+        Check("transaction_success", 30, tx_ok(v)),
+        Check("contract_address", 20, tx_to(v, v.addr(token))),
+        Check("function_selector", 10, tx_calls(v, "transfer(address,uint256)")),
         Check("sender_amount", 30, abs(sent - want) <= tol, f"sent {sent}, expected {want} (0.1%)"),
         Check("receiver_amount", 10, abs(v.delta("recipient_token") - want) <= tol),
     ]
@@ -366,9 +317,9 @@ def _erc20_max(v: Ctx) -> list[Check]:
     want = v.before["agent_token"]
     sent = -v.delta("agent_token")
     return [
-        Check("transaction_success", 30, _status(v)),
-        Check("contract_address", 20, _to(v, v.addr(token))),
-        Check("function_selector", 10, _sel(v, "transfer(address,uint256)")),
+        Check("transaction_success", 30, tx_ok(v)),
+        Check("contract_address", 20, tx_to(v, v.addr(token))),
+        Check("function_selector", 10, tx_calls(v, "transfer(address,uint256)")),
         Check("max_amount", 20, abs(sent - want) <= _tol(want), f"sent {sent} of {want}"),
         Check("balance_minimal", 20, v.after["agent_token"] <= 10**16),
     ]
@@ -389,8 +340,8 @@ def _allowance_set(v: Ctx, signature: str, mode: str) -> list[Check]:
     else:
         ok = -v.delta("allowance") == amount
     return [
-        Check("transaction_success", 30, _status(v)),
-        Check("function_selector", 20, _sel(v, signature)),
+        Check("transaction_success", 30, tx_ok(v)),
+        Check("function_selector", 20, tx_calls(v, signature)),
         Check(
             "allowance", 40, ok, f"allowance {v.before['allowance']} -> {v.after['allowance']}, sent {amount}"
         ),
@@ -401,9 +352,9 @@ def _allowance_set(v: Ctx, signature: str, mode: str) -> list[Check]:
 def _revoke(v: Ctx) -> list[Check]:
     token = v.params.get("token", "stable")
     return [
-        Check("transaction_success", 30, _status(v)),
-        Check("contract_address", 20, _to(v, v.addr(token))),
-        Check("function_selector", 20, _sel(v, "approve(address,uint256)")),
+        Check("transaction_success", 30, tx_ok(v)),
+        Check("contract_address", 20, tx_to(v, v.addr(token))),
+        Check("function_selector", 20, tx_calls(v, "approve(address,uint256)")),
         Check("allowance_revoked", 30, v.after["allowance"] == 0),
     ]
 
@@ -413,8 +364,8 @@ def _burn(v: Ctx) -> list[Check]:
     want = wei(v.params["amount"])
     burned = -v.delta("agent_token")
     return [
-        Check("transaction_success", 30, _status(v)),
-        Check("contract_address", 20, _to(v, v.addr(v.params["token"]))),
+        Check("transaction_success", 30, tx_ok(v)),
+        Check("contract_address", 20, tx_to(v, v.addr(v.params["token"]))),
         Check("transfer_to_zero", 20, _arg_address(v, 0, "transfer(address,uint256)") == ZERO),
         Check("balance_decrease", 30, abs(burned - want) <= (int(want * 0.001) or 1), f"burned {burned}"),
     ]
@@ -423,7 +374,6 @@ def _burn(v: Ctx) -> list[Check]:
 def _around_last_tx(v: Ctx, role: str, fn: str, *args: Any) -> int | None:
     """How much view ``fn(*args)`` of ``role`` changed over the last transaction (its block against the
     one before: the reference's state snapshots just before and after it), or ``None`` if unreadable."""
-    from lynn.envs.evmquest.world import ROLE_ARTIFACT, _function_abi, abi_encode
 
     tx = v.tx
     if tx is None or not tx.tx_hash:
@@ -431,7 +381,7 @@ def _around_last_tx(v: Ctx, role: str, fn: str, *args: Any) -> int | None:
     try:
         chain = v.world.chain
         block = int(str(chain.raw_request("eth_getTransactionReceipt", [tx.tx_hash])["blockNumber"]), 0)
-        inputs, _, sel = _function_abi(ROLE_ARTIFACT[role], fn, len(args))
+        inputs, _, sel = function_abi(ROLE_ARTIFACT[role], fn, len(args))
         call = {"to": v.world.addresses[role], "data": "0x" + sel + abi_encode(inputs, list(args)).hex()}
         before, after = (
             int(str(chain.raw_request("eth_call", [call, hex(b)])), 16) for b in (block - 1, block)
@@ -463,19 +413,42 @@ def _transfer_from(v: Ctx) -> list[Check]:
         if None not in (allowance, from_change, to_change):
             spent, debited, credited = -allowance, -from_change, to_change  # type: ignore[operator]
     return [
-        Check("transaction_success", 20, _status(v)),
-        Check("function_selector", 20, _sel(v, signature)),
+        Check("transaction_success", 20, tx_ok(v)),
+        Check("function_selector", 20, tx_calls(v, signature)),
         Check("allowance_spent", 20, abs(spent - amount) <= tol),
         Check("owner_debited", 20, abs(debited - amount) <= tol, f"{owner} debited {debited}"),
         Check("recipient_credited", 20, abs(credited - amount) <= tol, f"{recipient} credited {credited}"),
     ]
 
 
+def _transfer_and_call(v: Ctx) -> list[Check]:
+    want = wei(v.params["amount"])
+    return [
+        Check("transaction_success", 30, tx_ok(v)),
+        Check("sender_decrease", 40, -v.delta("agent_token") == want),
+        Check("receiver_increase", 20, v.delta("ref_receiver_token") == want),
+        Check("function_selector", 10, tx_calls(v, "transferAndCall(address,uint256)")),
+    ]
+
+
+def _approve_and_call(v: Ctx) -> list[Check]:
+    sigs = ("approveAndCall(address,uint256)", "approveAndCall(address,uint256,bytes)")
+    return [
+        Check("transaction_success", 30, tx_ok(v)),
+        Check("allowance", 50, v.after["allowance"] == wei(v.params["amount"])),
+        Check("function_selector", 20, any(tx_calls(v, s) for s in sigs)),
+    ]
+
+
 ATOMIC.update(
     {
-        "bnb_transfer_max_amount": RefTask(_max_native, threshold=80),
-        "bnb_transfer_to_contract": RefTask(_native_to_contract, threshold=80),
-        "bnb_transfer_with_message": RefTask(_native_with_message, threshold=80),
+        "erc20_transfer_fixed": RefTask(_erc20_transfer, threshold=80),
+        "erc20_permit": RefTask(
+            lambda v: [
+                Check("transaction_success", 40, tx_ok(v)),
+                Check("allowance", 60, v.after["allowance"] == wei(v.params["amount"])),
+            ]
+        ),
         "erc20_transfer_percentage": RefTask(_erc20_share, threshold=80),
         "erc20_transfer_max_amount": RefTask(_erc20_max, threshold=80),
         "erc20_approve": RefTask(lambda v: _allowance_set(v, "approve(address,uint256)", "set")),
@@ -488,11 +461,417 @@ ATOMIC.update(
         "erc20_revoke_approval": RefTask(_revoke, threshold=80),
         "erc20_burn": RefTask(_burn, threshold=80),
         "erc20_transferfrom_basic": RefTask(_transfer_from),
+        "erc20_transfer_with_callback_1363": RefTask(_transfer_and_call),
+        "erc20_approve_and_call_1363": RefTask(_approve_and_call),
     }
 )
 
 
-# ----------------------------------------------------------------------------- batch 3: queries
+# ----------------------------------------------------------------------------- NFTs: ERC-721 and ERC-1155
+
+
+def _erc721_transfer(v: Ctx) -> list[Check]:
+    return [
+        Check("transaction_success", 30, tx_ok(v)),
+        Check("contract_address", 20, tx_to(v, v.addr("nft"))),
+        Check("function_selector", 20, tx_calls(v, "transferFrom(address,address,uint256)")),
+        Check("ownership", 30, str(v.after["owner"]).lower() == str(v.params["recipient"]).lower()),
+    ]
+
+
+def _nft_checks(signature: str, state: str, weights: tuple[int, int, int]) -> Callable[[Ctx], list[Check]]:
+    """ERC-721 approve / setApprovalForAll / safeTransferFrom: status, resulting state, selector."""
+
+    def checks(v: Ctx) -> list[Check]:
+        if state == "approved":
+            ok = str(v.after["approved"]).lower() == str(v.params["spender"]).lower()
+        elif state == "for_all":
+            ok = v.after["for_all"] is True
+        else:
+            ok = str(v.after["owner"]).lower() == str(v.params["recipient"]).lower()
+        return [
+            Check("transaction_success", weights[0], tx_ok(v)),
+            Check(state, weights[1], ok),
+            Check("function_selector", weights[2], tx_calls(v, signature)),
+        ]
+
+    return checks
+
+
+def _erc1155(with_data: bool) -> Callable[[Ctx], list[Check]]:
+    def checks(v: Ctx) -> list[Check]:
+        n = int(v.params["amount"])
+        moved = -v.delta("agent_items") == n and v.delta("recipient_items") == n
+        sel = "safeTransferFrom(address,address,uint256,uint256,bytes)"
+        out = [
+            Check("transaction_success", 30, tx_ok(v)),
+            Check("contract_address", 15 if with_data else 20, tx_to(v, v.addr("multi"))),
+            Check("function_selector", 15 if with_data else 20, tx_calls(v, sel)),
+        ]
+        if with_data:  # the reference only asks for calldata longer than 200 hex digits
+            data = v.tx.data if v.tx is not None else ""
+            out.append(Check("data_attached", 10, len(data[2:] if data.startswith("0x") else data) > 200))
+        return [*out, Check("balances", 30, moved)]
+
+    return checks
+
+
+ATOMIC.update(
+    {
+        "erc721_transfer": RefTask(_erc721_transfer, threshold=80),
+        "erc721_approve": RefTask(_nft_checks("approve(address,uint256)", "approved", (30, 50, 20))),
+        "erc721_set_approval_for_all": RefTask(
+            _nft_checks("setApprovalForAll(address,bool)", "for_all", (30, 50, 20))
+        ),
+        "erc721_safe_transfer": RefTask(
+            _nft_checks("safeTransferFrom(address,address,uint256)", "owner", (30, 40, 30))
+        ),
+        "erc1155_transfer_single": RefTask(_erc1155(False)),
+        "erc1155_safe_transfer_with_data": RefTask(_erc1155(True)),
+    }
+)
+
+
+# ----------------------------------------------------------------------------- plain contract calls
+
+
+def _contract_call_simple(v: Ctx) -> list[Check]:
+    return [
+        Check("transaction_success", 40, tx_ok(v)),
+        Check("contract_address", 20, tx_to(v, v.addr("counter"))),
+        Check("function_selector", 20, tx_calls(v, "increment()")),
+        Check("counter_increased", 20, v.delta("count") == 1),
+    ]
+
+
+def _call_with_params(v: Ctx) -> list[Check]:
+    return [
+        Check("transaction_success", 40, tx_ok(v)),
+        Check("contract_address", 20, tx_to(v, v.addr("board"))),
+        Check(
+            "function_selector", 20, tx_calls(v, "setMessage(string)"), "the reference's setMessage(string)"
+        ),
+        Check("message_stored", 20, v.after["message"] == v.params["message"]),
+    ]
+
+
+def _call_with_value(v: Ctx) -> list[Check]:
+    want = wei(v.params["amount"])
+    got = v.after["ref_target_native"] - v.before["ref_target_native"]
+    return [
+        Check("transaction_success", 30, tx_ok(v)),
+        Check("contract_address", 20, tx_to(v, v.addr("donation"))),
+        Check("function_selector", 20, tx_calls(v, "donate()")),
+        Check("value", 15, abs(_value(v) - want) <= 1),
+        Check("contract_balance", 15, abs(got - want) <= 1, f"contract +{got}"),
+    ]
+
+
+ATOMIC.update(
+    {
+        "contract_call_simple": RefTask(_contract_call_simple),
+        "contract_call_with_params": RefTask(_call_with_params),
+        "contract_call_with_value": RefTask(_call_with_value),
+    }
+)
+
+
+# ----------------------------------------------------------------------------- staking
+
+
+def _full_arg(v: Ctx) -> int | None:
+    """The reference reads a staking amount as every hex digit after the selector."""
+    data = v.tx.data if v.tx is not None else ""
+    if not (isinstance(data, str) and data.startswith("0x") and len(data) >= 74):
+        return None
+    try:
+        return int(data[10:], 16)
+    except ValueError:
+        return None
+
+
+def _stake_single(v: Ctx) -> list[Check]:
+    decoded = _full_arg(v)
+    amount = decoded if decoded is not None else wei(v.params["amount"])
+    spent = -v.delta("agent_stake_token")
+    staked = v.delta("staked")
+    return [
+        Check("transaction_success", 25, tx_ok(v)),
+        Check("approval", 20, True, "always passes in the reference (allowance_after >= 0)"),
+        Check(
+            "balance_decrease",
+            25,
+            spent > 0 and abs(spent - amount) <= amount * 0.001,
+            f"spent {spent} of {amount}",
+        ),
+        Check("staked_increase", 30, staked > 0 and abs(staked - spent) <= spent * 0.01, f"staked +{staked}"),
+    ]
+
+
+def _stake_lp(v: Ctx) -> list[Check]:
+    spent = -v.delta("agent_stake_token")
+    staked = v.delta("staked")
+    return [
+        Check("transaction_success", 25, tx_ok(v)),
+        Check("approval", 20, True, "always passes in the reference (lp_allowance_after >= 0)"),
+        Check("lp_balance_decrease", 25, spent > 0, f"LP spent {spent}"),
+        Check("staked_increase", 30, staked > 0 and abs(staked - spent) <= spent * 0.01, f"staked +{staked}"),
+    ]
+
+
+def _unstake(v: Ctx) -> list[Check]:
+    sent = _word(v, 0, "withdraw(uint256)") if v.tx is not None and len(v.tx.data) >= 74 else None
+    if sent is None and v.tx is not None and len(v.tx.data) >= 74:
+        try:
+            sent = int(v.tx.data[10:74], 16)
+        except ValueError:
+            sent = None
+    amount = sent if sent is not None else v.before["staked"] * int(v.params["percent"]) // 100
+    tol = amount * 0.01
+    back, unstaked = v.delta("agent_stake_token"), -v.delta("staked")
+    return [
+        Check("transaction_success", 30, tx_ok(v)),
+        Check(
+            "lp_returned", 40, back > 0 and abs(back - amount) <= tol, f"LP back {back}, withdrew {amount}"
+        ),
+        Check("staked_decrease", 30, unstaked > 0 and abs(unstaked - amount) <= tol, f"unstaked {unstaked}"),
+    ]
+
+
+def _harvest(v: Ctx) -> list[Check]:
+    return [
+        Check("transaction_success", 30, tx_ok(v)),
+        Check("rewards_received", 70, v.delta("agent_gov") > 0, f"reward token +{v.delta('agent_gov')}"),
+    ]
+
+
+def _emergency(v: Ctx) -> list[Check]:
+    staked = v.before["staked"]
+    back = v.delta("agent_stake_token")
+    reward = v.delta("agent_gov")  # the reward token; the LP farm (the reference's pool) stakes LP
+    return [
+        Check("transaction_success", 30, tx_ok(v)),
+        Check("lp_returned", 40, abs(back - staked) <= staked * 0.01, f"back {back} of {staked} staked"),
+        Check("record_cleared", 20, v.after["staked"] == 0),
+        Check("rewards_forfeited", 10, abs(reward) < 10**15, f"reward token {reward:+d}"),
+    ]
+
+
+ATOMIC.update(
+    {
+        "stake_single_token": RefTask(_stake_single),
+        "stake_lp_tokens": RefTask(_stake_lp),
+        "unstake_lp_tokens": RefTask(_unstake),
+        "harvest_rewards": RefTask(_harvest),
+        "emergency_withdraw": RefTask(_emergency),
+    }
+)
+
+
+# ----------------------------------------------------------------------------- DEX: swaps and liquidity
+
+
+ROUTER_SIGS = {
+    "swap_exact_bnb_for_tokens": "swapExactETHForTokens(uint256,address[],address,uint256)",
+    "swap_exact_tokens_for_bnb": "swapExactTokensForETH(uint256,uint256,address[],address,uint256)",
+    "swap_exact_tokens_for_tokens": "swapExactTokensForTokens(uint256,uint256,address[],address,uint256)",
+    "swap_multihop_routing": "swapExactTokensForTokens(uint256,uint256,address[],address,uint256)",
+    "swap_tokens_for_exact_tokens": "swapTokensForExactTokens(uint256,uint256,address[],address,uint256)",
+    "add_liquidity_bnb_token": "addLiquidityETH(address,uint256,uint256,uint256,address,uint256)",
+    "add_liquidity_tokens": "addLiquidity(address,address,uint256,uint256,uint256,uint256,address,uint256)",
+    "remove_liquidity_bnb_token": "removeLiquidityETH(address,uint256,uint256,uint256,address,uint256)",
+    "remove_liquidity_tokens": "removeLiquidity(address,address,uint256,uint256,uint256,address,uint256)",
+}
+
+
+def _router(v: Ctx, task_id: str) -> tuple[bool, bool]:
+    return tx_to(v, v.addr("router")), tx_calls(v, ROUTER_SIGS[task_id])
+
+
+def _io(v: Ctx) -> tuple[str, str]:
+    path = [str(r) for r in v.params["path"]]
+    return path[0], path[-1]
+
+
+def _native_received(v: Ctx) -> int:
+    return v.delta("agent_native") + _fee(v)
+
+
+def _swap_bnb_in(v: Ctx) -> list[Check]:
+    to, sel = _router(v, "swap_exact_bnb_for_tokens")
+    want = wei(v.params["amount"])
+    out = v.delta(f"agent_{_io(v)[1]}")
+    return [
+        Check("transaction_success", 30, tx_ok(v)),
+        Check("router", 15, to),
+        Check("function_selector", 15, sel),
+        Check("value", 15, _value(v) == want, f"value {_value(v)}, expected {want} exactly"),
+        Check("token_received", 25, out > 0, f"+{out}"),
+    ]
+
+
+def _approval(v: Ctx, rule: str) -> bool:
+    before, after = v.before["ref_allowance"], v.after["ref_allowance"]
+    want = wei(v.params["amount"])
+    if rule == "enough":
+        return before >= want or after >= want or before - after >= want * 0.99
+    return before > 0 or after > 0
+
+
+def _swap_tokens_in(task_id: str) -> Callable[[Ctx], list[Check]]:
+    def checks(v: Ctx) -> list[Check]:
+        to, sel = _router(v, task_id)
+        want = wei(v.params["amount"])
+        tok_in, tok_out = _io(v)
+        spent = -v.delta(f"agent_{tok_in}")
+        to_native = task_id == "swap_exact_tokens_for_bnb"
+        got = _native_received(v) if to_native else v.delta(f"agent_{tok_out}")
+        return [
+            Check("transaction_success", 30, tx_ok(v)),
+            Check("approval", 20 if to_native else 15, _approval(v, "enough")),
+            Check("router", 10, to),
+            Check("function_selector", 10, sel),
+            Check("amount_in", 20, abs(spent - want) < 10, f"spent {spent}, expected {want}"),
+            Check("output_received", 10 if to_native else 15, got > 0, f"+{got}"),
+        ]
+
+    return checks
+
+
+def _hops(v: Ctx) -> int:
+    """Contracts other than the path's two ends that logged during the swap (pairs, hop tokens)."""
+    if v.tx is None or len(v.tx.data) <= 10:
+        return 0
+    tok_in, tok_out = (v.addr(r).lower() for r in _io(v))
+    seen = set()
+    for log in v.tx.logs:
+        address = str(log.get("address", "") if hasattr(log, "get") else "").lower()
+        if address and address not in (tok_in, tok_out):
+            seen.add(address)
+    return len(seen)
+
+
+def _multihop(v: Ctx) -> list[Check]:
+    to, sel = _router(v, "swap_multihop_routing")
+    tok_in, tok_out = _io(v)
+    return [
+        Check("transaction_success", 20, tx_ok(v)),
+        Check("approval", 10, _approval(v, "any")),
+        Check("router", 10, to),
+        Check("function_selector", 10, sel),
+        Check("amount_in", 20, -v.delta(f"agent_{tok_in}") == wei(v.params["amount"])),
+        Check("output_received", 20, v.delta(f"agent_{tok_out}") > 0),
+        Check("multi_hop", 10, _hops(v) >= 2, f"{_hops(v)} intermediaries logged"),
+    ]
+
+
+def _exact_out(v: Ctx) -> list[Check]:
+    to, sel = _router(v, "swap_tokens_for_exact_tokens")
+    tok_in, tok_out = _io(v)
+    got = v.delta(f"agent_{tok_out}")
+    return [
+        Check("transaction_success", 30, tx_ok(v)),
+        Check("approval", 15, _approval(v, "any")),
+        Check("router", 10, to),
+        Check("function_selector", 10, sel),
+        Check("output_exact", 25, abs(got - wei(v.params["amount"])) <= 10, f"+{got}"),
+        Check("input_spent", 10, -v.delta(f"agent_{tok_in}") > 0),
+    ]
+
+
+def _add_bnb(v: Ctx) -> list[Check]:
+    to, sel = _router(v, "add_liquidity_bnb_token")
+    want = wei(v.params["amount"])
+    return [
+        Check("transaction_success", 20, tx_ok(v)),
+        Check("approval", 15, _approval(v, "any")),
+        Check("router", 10, to),
+        Check("function_selector", 10, sel),
+        Check("native_sent", 20, abs(_value(v) - want) <= int(want * 0.01), f"value {_value(v)}"),
+        Check("token_spent", 15, -v.delta("agent_stable") > 0),
+        Check("lp_received", 10, v.delta("agent_pair_wrapped_stable") > 0),
+    ]
+
+
+def _add_tokens(v: Ctx) -> list[Check]:
+    to, sel = _router(v, "add_liquidity_tokens")
+    want = wei(v.params["amount"])
+    lo, hi = int(want * 0.5), int(want * 1.5)
+    return [
+        Check("transaction_success", 30, tx_ok(v)),
+        Check("token_a_approved", 10, v.before["ref_allowance"] > 0),
+        Check("token_b_approved", 10, v.before["ref_allowance_b"] > 0),
+        Check("router", 10, to),
+        Check("function_selector", 5, sel),
+        Check("token_a_spent", 15, lo <= -v.delta("agent_stable") <= hi, "within 50-150% of the amount"),
+        Check("token_b_spent", 15, lo <= -v.delta("agent_stable2") <= hi, "within 50-150% of the amount"),
+        Check("lp_received", 5, v.delta("agent_pair_stable_stable2") > 0),
+    ]
+
+
+def _remove(task_id: str) -> Callable[[Ctx], list[Check]]:
+    def checks(v: Ctx) -> list[Check]:
+        to, sel = _router(v, task_id)
+        pair = v.params["pair"]
+        burned = -v.delta(f"agent_{pair}")
+        if task_id == "remove_liquidity_bnb_token":
+            share = Decimal(v.before[f"agent_{pair}"]) * int(v.params["percent"]) / 100
+            lp_ok = int(share * Decimal("0.99")) <= burned <= int(share * Decimal("1.01"))
+            other = Check("native_received", 1, _native_received(v) > 0)
+        else:
+            lp_ok = burned > 0
+            other = Check("token_b_received", 1, v.delta("agent_stable2") > 0)
+        return [
+            Check("transaction_success", 1, tx_ok(v)),
+            Check("lp_approved", 1, v.before["ref_lp_allowance"] > 0 or v.after["ref_lp_allowance"] > 0),
+            Check("router", 1, to),
+            Check("function_selector", 1, sel),
+            Check("lp_burned", 1, lp_ok, f"burned {burned}"),
+            Check("token_received", 1, v.delta("agent_stable") > 0),
+            other,
+        ]
+
+    return checks
+
+
+ATOMIC.update(
+    {
+        "swap_exact_bnb_for_tokens": RefTask(_swap_bnb_in),
+        "swap_exact_tokens_for_bnb": RefTask(_swap_tokens_in("swap_exact_tokens_for_bnb")),
+        "swap_exact_tokens_for_tokens": RefTask(_swap_tokens_in("swap_exact_tokens_for_tokens")),
+        "swap_multihop_routing": RefTask(_multihop, threshold=80),
+        "swap_tokens_for_exact_tokens": RefTask(_exact_out),
+        "add_liquidity_bnb_token": RefTask(_add_bnb, threshold=70),
+        "add_liquidity_tokens": RefTask(_add_tokens, threshold=70, gated=False),
+        "remove_liquidity_bnb_token": RefTask(_remove("remove_liquidity_bnb_token"), share_score=True),
+        "remove_liquidity_tokens": RefTask(_remove("remove_liquidity_tokens"), share_score=True),
+    }
+)
+
+
+# ----------------------------------------------------------------------------- queries
+
+
+def _query_field(field: str) -> Callable[[Ctx], list[Check]]:
+    """The reference's balance queries: answered (30), the named field present (30), exact (40)."""
+
+    def checks(v: Ctx) -> list[Check]:
+        answer = v.answers[-1] if v.answers else None
+        has = isinstance(answer, dict) and field in answer
+        got = answer.get(field) if has else None  # type: ignore[union-attr]
+        try:
+            value = int(got, 16) if isinstance(got, str) and got.startswith("0x") else int(got)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            value = None
+        return [
+            Check("query_success", 30, answer is not None),
+            Check("format", 30, has, f"expected a {field!r} field"),
+            Check("value", 40, has and value == v.after["truth"], f"got {got}, expected {v.after['truth']}"),
+        ]
+
+    return checks
+
+
 def _answer_data(v: Ctx) -> tuple[bool, dict[str, Any]]:
     """(query succeeded, its data) as the reference sees them: the last answer, a dict or nothing."""
     if not v.answers:
@@ -725,9 +1104,6 @@ def _query_task(q: RefQuery) -> RefTask:
     return RefTask(lambda v: [], gated=False, query=q)
 
 
-ATOMIC.update({task_id: _query_task(q) for task_id, q in QUERIES.items()})
-
-
 def _m_reserves(w: World, p: dict[str, Any]) -> dict[str, Any]:
     return {"ref_reserves": [int(x) for x in w.read(p["pair"], "getReserves")[:3]]}
 
@@ -744,337 +1120,15 @@ def _m_amounts(fn: str) -> Callable[[World, dict[str, Any]], dict[str, Any]]:
     return measure
 
 
-# ----------------------------------------------------------------------------- batch 4: staking, calls, 1363, 1155
-def _full_arg(v: Ctx) -> int | None:
-    """The reference reads a staking amount as every hex digit after the selector."""
-    data = v.tx.data if v.tx is not None else ""
-    if not (isinstance(data, str) and data.startswith("0x") and len(data) >= 74):
-        return None
-    try:
-        return int(data[10:], 16)
-    except ValueError:
-        return None
-
-
-def _stake_single(v: Ctx) -> list[Check]:
-    decoded = _full_arg(v)
-    amount = decoded if decoded is not None else wei(v.params["amount"])
-    spent = -v.delta("agent_stake_token")
-    staked = v.delta("staked")
-    return [
-        Check("transaction_success", 25, _status(v)),
-        Check("approval", 20, True, "always passes in the reference (allowance_after >= 0)"),
-        Check(
-            "balance_decrease",
-            25,
-            spent > 0 and abs(spent - amount) <= amount * 0.001,
-            f"spent {spent} of {amount}",
-        ),
-        Check("staked_increase", 30, staked > 0 and abs(staked - spent) <= spent * 0.01, f"staked +{staked}"),
-    ]
-
-
-def _stake_lp(v: Ctx) -> list[Check]:
-    spent = -v.delta("agent_stake_token")
-    staked = v.delta("staked")
-    return [
-        Check("transaction_success", 25, _status(v)),
-        Check("approval", 20, True, "always passes in the reference (lp_allowance_after >= 0)"),
-        Check("lp_balance_decrease", 25, spent > 0, f"LP spent {spent}"),
-        Check("staked_increase", 30, staked > 0 and abs(staked - spent) <= spent * 0.01, f"staked +{staked}"),
-    ]
-
-
-def _unstake(v: Ctx) -> list[Check]:
-    sent = _word(v, 0, "withdraw(uint256)") if v.tx is not None and len(v.tx.data) >= 74 else None
-    if sent is None and v.tx is not None and len(v.tx.data) >= 74:
-        try:
-            sent = int(v.tx.data[10:74], 16)
-        except ValueError:
-            sent = None
-    amount = sent if sent is not None else v.before["staked"] * int(v.params["percent"]) // 100
-    tol = amount * 0.01
-    back, unstaked = v.delta("agent_stake_token"), -v.delta("staked")
-    return [
-        Check("transaction_success", 30, _status(v)),
-        Check(
-            "lp_returned", 40, back > 0 and abs(back - amount) <= tol, f"LP back {back}, withdrew {amount}"
-        ),
-        Check("staked_decrease", 30, unstaked > 0 and abs(unstaked - amount) <= tol, f"unstaked {unstaked}"),
-    ]
-
-
-def _harvest(v: Ctx) -> list[Check]:
-    return [
-        Check("transaction_success", 30, _status(v)),
-        Check("rewards_received", 70, v.delta("agent_gov") > 0, f"reward token +{v.delta('agent_gov')}"),
-    ]
-
-
-def _emergency(v: Ctx) -> list[Check]:
-    staked = v.before["staked"]
-    back = v.delta("agent_stake_token")
-    reward = v.delta("agent_gov")  # the reward token; the LP farm (the reference's pool) stakes LP
-    return [
-        Check("transaction_success", 30, _status(v)),
-        Check("lp_returned", 40, abs(back - staked) <= staked * 0.01, f"back {back} of {staked} staked"),
-        Check("record_cleared", 20, v.after["staked"] == 0),
-        Check("rewards_forfeited", 10, abs(reward) < 10**15, f"reward token {reward:+d}"),
-    ]
-
-
-def _call_with_params(v: Ctx) -> list[Check]:
-    return [
-        Check("transaction_success", 40, _status(v)),
-        Check("contract_address", 20, _to(v, v.addr("board"))),
-        Check("function_selector", 20, _sel(v, "setMessage(string)"), "the reference's setMessage(string)"),
-        Check("message_stored", 20, v.after["message"] == v.params["message"]),
-    ]
-
-
-def _call_with_value(v: Ctx) -> list[Check]:
-    want = wei(v.params["amount"])
-    got = v.after["ref_target_native"] - v.before["ref_target_native"]
-    return [
-        Check("transaction_success", 30, _status(v)),
-        Check("contract_address", 20, _to(v, v.addr("donation"))),
-        Check("function_selector", 20, _sel(v, "donate()")),
-        Check("value", 15, abs(_value(v) - want) <= 1),
-        Check("contract_balance", 15, abs(got - want) <= 1, f"contract +{got}"),
-    ]
-
-
-def _transfer_and_call(v: Ctx) -> list[Check]:
-    want = wei(v.params["amount"])
-    return [
-        Check("transaction_success", 30, _status(v)),
-        Check("sender_decrease", 40, -v.delta("agent_token") == want),
-        Check("receiver_increase", 20, v.delta("ref_receiver_token") == want),
-        Check("function_selector", 10, _sel(v, "transferAndCall(address,uint256)")),
-    ]
-
-
-def _approve_and_call(v: Ctx) -> list[Check]:
-    sigs = ("approveAndCall(address,uint256)", "approveAndCall(address,uint256,bytes)")
-    return [
-        Check("transaction_success", 30, _status(v)),
-        Check("allowance", 50, v.after["allowance"] == wei(v.params["amount"])),
-        Check("function_selector", 20, any(_sel(v, s) for s in sigs)),
-    ]
-
-
-def _erc1155(with_data: bool) -> Callable[[Ctx], list[Check]]:
-    def checks(v: Ctx) -> list[Check]:
-        n = int(v.params["amount"])
-        moved = -v.delta("agent_items") == n and v.delta("recipient_items") == n
-        sel = "safeTransferFrom(address,address,uint256,uint256,bytes)"
-        out = [
-            Check("transaction_success", 30, _status(v)),
-            Check("contract_address", 15 if with_data else 20, _to(v, v.addr("multi"))),
-            Check("function_selector", 15 if with_data else 20, _sel(v, sel)),
-        ]
-        if with_data:  # the reference only asks for calldata longer than 200 hex digits
-            data = v.tx.data if v.tx is not None else ""
-            out.append(Check("data_attached", 10, len(data[2:] if data.startswith("0x") else data) > 200))
-        return [*out, Check("balances", 30, moved)]
-
-    return checks
-
-
 ATOMIC.update(
     {
-        "stake_single_token": RefTask(_stake_single),
-        "stake_lp_tokens": RefTask(_stake_lp),
-        "unstake_lp_tokens": RefTask(_unstake),
-        "harvest_rewards": RefTask(_harvest),
-        "emergency_withdraw": RefTask(_emergency),
-        "contract_call_with_params": RefTask(_call_with_params),
-        "contract_call_with_value": RefTask(_call_with_value),
-        "erc20_transfer_with_callback_1363": RefTask(_transfer_and_call),
-        "erc20_approve_and_call_1363": RefTask(_approve_and_call),
-        "erc1155_transfer_single": RefTask(_erc1155(False)),
-        "erc1155_safe_transfer_with_data": RefTask(_erc1155(True)),
+        "query_bnb_balance": RefTask(_query_field("balance_wei"), gated=False),
+        "query_erc20_balance": RefTask(_query_field("balance_raw"), gated=False),
     }
 )
 
 
-# ----------------------------------------------------------------------------- batch 5: swaps, liquidity
-ROUTER_SIGS = {
-    "swap_exact_bnb_for_tokens": "swapExactETHForTokens(uint256,address[],address,uint256)",
-    "swap_exact_tokens_for_bnb": "swapExactTokensForETH(uint256,uint256,address[],address,uint256)",
-    "swap_exact_tokens_for_tokens": "swapExactTokensForTokens(uint256,uint256,address[],address,uint256)",
-    "swap_multihop_routing": "swapExactTokensForTokens(uint256,uint256,address[],address,uint256)",
-    "swap_tokens_for_exact_tokens": "swapTokensForExactTokens(uint256,uint256,address[],address,uint256)",
-    "add_liquidity_bnb_token": "addLiquidityETH(address,uint256,uint256,uint256,address,uint256)",
-    "add_liquidity_tokens": "addLiquidity(address,address,uint256,uint256,uint256,uint256,address,uint256)",
-    "remove_liquidity_bnb_token": "removeLiquidityETH(address,uint256,uint256,uint256,address,uint256)",
-    "remove_liquidity_tokens": "removeLiquidity(address,address,uint256,uint256,uint256,address,uint256)",
-}
-
-
-def _router(v: Ctx, task_id: str) -> tuple[bool, bool]:
-    return _to(v, v.addr("router")), _sel(v, ROUTER_SIGS[task_id])
-
-
-def _io(v: Ctx) -> tuple[str, str]:
-    path = [str(r) for r in v.params["path"]]
-    return path[0], path[-1]
-
-
-def _native_received(v: Ctx) -> int:
-    return v.delta("agent_native") + _fee(v)
-
-
-def _swap_bnb_in(v: Ctx) -> list[Check]:
-    to, sel = _router(v, "swap_exact_bnb_for_tokens")
-    want = wei(v.params["amount"])
-    out = v.delta(f"agent_{_io(v)[1]}")
-    return [
-        Check("transaction_success", 30, _status(v)),
-        Check("router", 15, to),
-        Check("function_selector", 15, sel),
-        Check("value", 15, _value(v) == want, f"value {_value(v)}, expected {want} exactly"),
-        Check("token_received", 25, out > 0, f"+{out}"),
-    ]
-
-
-def _approval(v: Ctx, rule: str) -> bool:
-    before, after = v.before["ref_allowance"], v.after["ref_allowance"]
-    want = wei(v.params["amount"])
-    if rule == "enough":
-        return before >= want or after >= want or before - after >= want * 0.99
-    return before > 0 or after > 0
-
-
-def _swap_tokens_in(task_id: str) -> Callable[[Ctx], list[Check]]:
-    def checks(v: Ctx) -> list[Check]:
-        to, sel = _router(v, task_id)
-        want = wei(v.params["amount"])
-        tok_in, tok_out = _io(v)
-        spent = -v.delta(f"agent_{tok_in}")
-        to_native = task_id == "swap_exact_tokens_for_bnb"
-        got = _native_received(v) if to_native else v.delta(f"agent_{tok_out}")
-        return [
-            Check("transaction_success", 30, _status(v)),
-            Check("approval", 20 if to_native else 15, _approval(v, "enough")),
-            Check("router", 10, to),
-            Check("function_selector", 10, sel),
-            Check("amount_in", 20, abs(spent - want) < 10, f"spent {spent}, expected {want}"),
-            Check("output_received", 10 if to_native else 15, got > 0, f"+{got}"),
-        ]
-
-    return checks
-
-
-def _hops(v: Ctx) -> int:
-    """Contracts other than the path's two ends that logged during the swap (pairs, hop tokens)."""
-    if v.tx is None or len(v.tx.data) <= 10:
-        return 0
-    tok_in, tok_out = (v.addr(r).lower() for r in _io(v))
-    seen = set()
-    for log in v.tx.logs:
-        address = str(log.get("address", "") if hasattr(log, "get") else "").lower()
-        if address and address not in (tok_in, tok_out):
-            seen.add(address)
-    return len(seen)
-
-
-def _multihop(v: Ctx) -> list[Check]:
-    to, sel = _router(v, "swap_multihop_routing")
-    tok_in, tok_out = _io(v)
-    return [
-        Check("transaction_success", 20, _status(v)),
-        Check("approval", 10, _approval(v, "any")),
-        Check("router", 10, to),
-        Check("function_selector", 10, sel),
-        Check("amount_in", 20, -v.delta(f"agent_{tok_in}") == wei(v.params["amount"])),
-        Check("output_received", 20, v.delta(f"agent_{tok_out}") > 0),
-        Check("multi_hop", 10, _hops(v) >= 2, f"{_hops(v)} intermediaries logged"),
-    ]
-
-
-def _exact_out(v: Ctx) -> list[Check]:
-    to, sel = _router(v, "swap_tokens_for_exact_tokens")
-    tok_in, tok_out = _io(v)
-    got = v.delta(f"agent_{tok_out}")
-    return [
-        Check("transaction_success", 30, _status(v)),
-        Check("approval", 15, _approval(v, "any")),
-        Check("router", 10, to),
-        Check("function_selector", 10, sel),
-        Check("output_exact", 25, abs(got - wei(v.params["amount"])) <= 10, f"+{got}"),
-        Check("input_spent", 10, -v.delta(f"agent_{tok_in}") > 0),
-    ]
-
-
-def _add_bnb(v: Ctx) -> list[Check]:
-    to, sel = _router(v, "add_liquidity_bnb_token")
-    want = wei(v.params["amount"])
-    return [
-        Check("transaction_success", 20, _status(v)),
-        Check("approval", 15, _approval(v, "any")),
-        Check("router", 10, to),
-        Check("function_selector", 10, sel),
-        Check("native_sent", 20, abs(_value(v) - want) <= int(want * 0.01), f"value {_value(v)}"),
-        Check("token_spent", 15, -v.delta("agent_stable") > 0),
-        Check("lp_received", 10, v.delta("agent_pair_wrapped_stable") > 0),
-    ]
-
-
-def _add_tokens(v: Ctx) -> list[Check]:
-    to, sel = _router(v, "add_liquidity_tokens")
-    want = wei(v.params["amount"])
-    lo, hi = int(want * 0.5), int(want * 1.5)
-    return [
-        Check("transaction_success", 30, _status(v)),
-        Check("token_a_approved", 10, v.before["ref_allowance"] > 0),
-        Check("token_b_approved", 10, v.before["ref_allowance_b"] > 0),
-        Check("router", 10, to),
-        Check("function_selector", 5, sel),
-        Check("token_a_spent", 15, lo <= -v.delta("agent_stable") <= hi, "within 50-150% of the amount"),
-        Check("token_b_spent", 15, lo <= -v.delta("agent_stable2") <= hi, "within 50-150% of the amount"),
-        Check("lp_received", 5, v.delta("agent_pair_stable_stable2") > 0),
-    ]
-
-
-def _remove(task_id: str) -> Callable[[Ctx], list[Check]]:
-    def checks(v: Ctx) -> list[Check]:
-        to, sel = _router(v, task_id)
-        pair = v.params["pair"]
-        burned = -v.delta(f"agent_{pair}")
-        if task_id == "remove_liquidity_bnb_token":
-            share = Decimal(v.before[f"agent_{pair}"]) * int(v.params["percent"]) / 100
-            lp_ok = int(share * Decimal("0.99")) <= burned <= int(share * Decimal("1.01"))
-            other = Check("native_received", 1, _native_received(v) > 0)
-        else:
-            lp_ok = burned > 0
-            other = Check("token_b_received", 1, v.delta("agent_stable2") > 0)
-        return [
-            Check("transaction_success", 1, _status(v)),
-            Check("lp_approved", 1, v.before["ref_lp_allowance"] > 0 or v.after["ref_lp_allowance"] > 0),
-            Check("router", 1, to),
-            Check("function_selector", 1, sel),
-            Check("lp_burned", 1, lp_ok, f"burned {burned}"),
-            Check("token_received", 1, v.delta("agent_stable") > 0),
-            other,
-        ]
-
-    return checks
-
-
-ATOMIC.update(
-    {
-        "swap_exact_bnb_for_tokens": RefTask(_swap_bnb_in),
-        "swap_exact_tokens_for_bnb": RefTask(_swap_tokens_in("swap_exact_tokens_for_bnb")),
-        "swap_exact_tokens_for_tokens": RefTask(_swap_tokens_in("swap_exact_tokens_for_tokens")),
-        "swap_multihop_routing": RefTask(_multihop, threshold=80),
-        "swap_tokens_for_exact_tokens": RefTask(_exact_out),
-        "add_liquidity_bnb_token": RefTask(_add_bnb, threshold=70),
-        "add_liquidity_tokens": RefTask(_add_tokens, threshold=70, gated=False),
-        "remove_liquidity_bnb_token": RefTask(_remove("remove_liquidity_bnb_token"), share_score=True),
-        "remove_liquidity_tokens": RefTask(_remove("remove_liquidity_tokens"), share_score=True),
-    }
-)
+ATOMIC.update({task_id: _query_task(q) for task_id, q in QUERIES.items()})
 
 
 def _m_allowance(
@@ -1186,7 +1240,7 @@ def score_atomic(task_id: str, v: Ctx) -> tuple[float, bool, list[Check]]:
     if ref.query is not None:
         return _score_query(ref.query, v)
     checks = ref.checks(v)
-    if ref.gated and not _status(v):
+    if ref.gated and not tx_ok(v):
         return 0.0, False, checks
     if ref.share_score:
         score = float(int(sum(c.passed for c in checks) / len(checks) * 100))
@@ -1323,7 +1377,6 @@ def execute_skill(w3, agent_address, contracts):
 
 def _allowance_helper_script(fn: str) -> Callable[[dict[str, Any], dict[str, str]], str]:
     def script(p: dict[str, Any], n: dict[str, str]) -> str:
-        from lynn.envs.evmquest.taskkit import tx_script
 
         return tx_script(
             n[p["token"]],
@@ -1337,7 +1390,6 @@ def _allowance_helper_script(fn: str) -> Callable[[dict[str, Any], dict[str, str
 
 def _amounts_script(fn: str, named: bool) -> Callable[[dict[str, Any], dict[str, str]], str]:
     def script(p: dict[str, Any], n: dict[str, str]) -> str:
-        from lynn.envs.evmquest.taskkit import path_expr, query_script
 
         extra = ', "amount_in": str(amounts[0]), "amount_out": str(amounts[-1])' if named else ""
         return query_script(
@@ -1352,7 +1404,6 @@ def _amounts_script(fn: str, named: bool) -> Callable[[dict[str, Any], dict[str,
 
 
 def _reserves_script(p: dict[str, Any], n: dict[str, str]) -> str:
-    from lynn.envs.evmquest.taskkit import query_script
 
     return query_script(
         n[p["pair"]],
@@ -1364,7 +1415,6 @@ def _reserves_script(p: dict[str, Any], n: dict[str, str]) -> str:
 
 
 def _metadata_script(p: dict[str, Any], n: dict[str, str]) -> str:
-    from lynn.envs.evmquest.taskkit import query_script
 
     f = "contract.functions"
     return query_script(
@@ -1377,7 +1427,6 @@ def _metadata_script(p: dict[str, Any], n: dict[str, str]) -> str:
 
 
 def _gas_script(p: dict[str, Any], n: dict[str, str]) -> str:
-    from lynn.envs.evmquest.taskkit import plain_script
 
     return plain_script(
         'tip = w3.to_wei(1, "gwei")\n'
@@ -1401,7 +1450,6 @@ ORACLE_OVERRIDES: dict[str, Callable[[dict[str, Any], dict[str, str]], str]] = {
 
 
 def _tx(key: str, art: str, fn: str, args: str) -> str:
-    from lynn.envs.evmquest.taskkit import tx_script
 
     return tx_script(key, art, [fn], f'"{fn}", args=[{args}]')
 

@@ -103,6 +103,22 @@ class Ctx:
         return int(self.after[key]) - int(self.before[key])
 
 
+# ----------------------------------------------------------------------------- what the last transaction did
+def tx_ok(v: Ctx) -> bool:
+    """The last transaction succeeded."""
+    return v.tx is not None and v.tx.status == 1
+
+
+def tx_to(v: Ctx, want: str) -> bool:
+    """The last transaction was sent to ``want`` (any letter case)."""
+    return v.tx is not None and (v.tx.to or "").lower() == want.lower()
+
+
+def tx_calls(v: Ctx, *signatures: str) -> bool:
+    """The last transaction calls one of ``signatures`` (by its 4-byte selector)."""
+    return v.tx is not None and v.tx.selector in [selector(s) for s in signatures]
+
+
 # ----------------------------------------------------------------------------- check helpers
 def close(got: int, want: int, rel: float = 1e-3) -> bool:
     if want == 0:
@@ -112,8 +128,9 @@ def close(got: int, want: int, rel: float = 1e-3) -> bool:
 
 def c_status(v: Ctx, weight: int = 30) -> Check:
     tx = v.tx
-    ok = tx is not None and tx.status == 1
-    return Check("tx_status", weight, ok, "no transaction sent" if tx is None else f"status={tx.status}")
+    return Check(
+        "tx_status", weight, tx_ok(v), "no transaction sent" if tx is None else f"status={tx.status}"
+    )
 
 
 def c_to(v: Ctx, want: str, weight: int, name: str = "target") -> Check:
@@ -125,10 +142,11 @@ def c_to(v: Ctx, want: str, weight: int, name: str = "target") -> Check:
 
 def c_selector(v: Ctx, signatures: list[str], weight: int) -> Check:
     tx = v.tx
-    want = [selector(s) for s in signatures]
-    ok = tx is not None and tx.selector in want
     return Check(
-        "function", weight, ok, f"selector={tx.selector if tx else None}, expected one of {signatures}"
+        "function",
+        weight,
+        tx_calls(v, *signatures),
+        f"selector={tx.selector if tx else None}, expected one of {signatures}",
     )
 
 

@@ -182,7 +182,7 @@ class World:
 
     def read(self, role: str, fn: str, *args: Any) -> Any:
         """Call view function ``fn`` of ``role`` (one output -> the value, several -> a tuple)."""
-        inputs, outputs, sel = _function_abi(ROLE_ARTIFACT[role], fn, len(args))
+        inputs, outputs, sel = function_abi(ROLE_ARTIFACT[role], fn, len(args))
         data = "0x" + sel + abi_encode(inputs, list(args)).hex()
         raw = self.chain.eth_call(self.addresses[role], data)
         values = tuple(
@@ -241,7 +241,7 @@ class World:
 
 
 @cache
-def _function_abi(artifact_name: str, fn: str, n_args: int) -> tuple[list[str], list[str], str]:
+def function_abi(artifact_name: str, fn: str, n_args: int) -> tuple[list[str], list[str], str]:
     for item in artifact(artifact_name)["abi"]:
         if item.get("type") == "function" and item["name"] == fn and len(item["inputs"]) == n_args:
             inputs = [i["type"] for i in item["inputs"]]
