@@ -32,6 +32,7 @@ from lynn.envs.evmquest.taskkit import (
     path_expr,
     plain_script,
     query_script,
+    s_add_eth,
     selector,
     share,
     swap_path,
@@ -927,14 +928,7 @@ task(
 
 def _add_liq_script(p: dict[str, Any], n: dict[str, str]) -> str:
     if p["pair"] == "pair_wrapped_stable":
-        pre = (
-            f'amount_native = w3.to_wei({p["amount"]!r}, "ether")\n'
-            f"path = {path_expr(n, ['wrapped', 'stable'])}\n"
-            "amount_token = contract.functions.getAmountsOut(amount_native, path).call()[-1] * 1005 // 1000\n"
-            f"deadline = {DEADLINE}"
-        )
-        call = '"addLiquidityETH", args=[path[1], amount_token, 0, amount_native * 99 // 100, agent_address, deadline]'
-        return tx_script(n["router"], "UniswapV2Router02", ROUTER_FNS, call, "amount_native", pre)
+        return s_add_eth(n, "stable", p["amount"])
     pre = f'amount = w3.to_wei({p["amount"]!r}, "ether")\npath = {path_expr(n, ["stable", "stable2"])}\ndeadline = {DEADLINE}'
     call = '"addLiquidity", args=[path[0], path[1], amount, amount, amount * 98 // 100, amount * 98 // 100, agent_address, deadline]'
     return tx_script(n["router"], "UniswapV2Router02", ROUTER_FNS, call, "0", pre)

@@ -29,6 +29,7 @@ from lynn.envs.evmquest.taskkit import (
     path_expr,
     plain_script,
     query_script,
+    s_add_eth,
     selector,
     share,
     tx_script,
@@ -204,17 +205,6 @@ def s_swap_to_eth(n: dict[str, str], roles: list[str], amount: str) -> str:
     pre = f'amount = w3.to_wei({amount!r}, "ether")\npath = {path_expr(n, roles)}\nquote = contract.functions.getAmountsOut(amount, path).call()[-1]'
     call = f'"swapExactTokensForETH", args=[amount, quote * 98 // 100, path, agent_address, {DEADLINE}]'
     return tx_script(n["router"], "UniswapV2Router02", ROUTER_FNS, call, "0", pre)
-
-
-def s_add_eth(n: dict[str, str], token: str, amount_native: str) -> str:
-    pre = (
-        f'amount_native = w3.to_wei({amount_native!r}, "ether")\n'
-        f"path = {path_expr(n, ['wrapped', token])}\n"
-        "amount_token = contract.functions.getAmountsOut(amount_native, path).call()[-1] * 1005 // 1000\n"
-        f"deadline = {DEADLINE}"
-    )
-    call = '"addLiquidityETH", args=[path[1], amount_token, 0, amount_native * 99 // 100, agent_address, deadline]'
-    return tx_script(n["router"], "UniswapV2Router02", ROUTER_FNS, call, "amount_native", pre)
 
 
 def s_add_tokens(n: dict[str, str], a: str, b: str, amount_a: str, ratio_quote: bool) -> str:

@@ -279,3 +279,15 @@ def path_expr(n: dict[str, str], roles: list[str]) -> str:
 def swap_path(p: dict[str, Any]) -> list[str]:
     """The roles of a task's ``path`` parameter."""
     return [str(r) for r in p["path"]]
+
+
+def s_add_eth(n: dict[str, str], token: str, amount_native: str) -> str:
+    """Oracle source that adds ``amount_native`` of the native coin and its worth of ``token`` to their pool."""
+    pre = (
+        f'amount_native = w3.to_wei({amount_native!r}, "ether")\n'
+        f"path = {path_expr(n, ['wrapped', token])}\n"
+        "amount_token = contract.functions.getAmountsOut(amount_native, path).call()[-1] * 1005 // 1000\n"
+        f"deadline = {DEADLINE}"
+    )
+    call = '"addLiquidityETH", args=[path[1], amount_token, 0, amount_native * 99 // 100, agent_address, deadline]'
+    return tx_script(n["router"], "UniswapV2Router02", ROUTER_FNS, call, "amount_native", pre)
