@@ -1,6 +1,7 @@
-"""Every ```python block of the README runs as written (in a fresh interpreter) and prints what it
-says it prints: each block that prints has a checker here, picked by a line of the block, that
-parses its output and asserts the values (a block that prints and has no checker fails)."""
+"""Every ```python block of the README and of the docs pages (docs/*.md) runs as written (in a fresh
+interpreter) and prints what it says it prints: each block that prints has a checker here, picked by
+a line of the block, that parses its output and asserts the values (a block that prints and has no
+checker fails). Each checker's line is in exactly one block of all those pages, wherever it moves."""
 
 from __future__ import annotations
 
@@ -14,7 +15,14 @@ import pytest
 
 from tests.conftest import REPO, run_python
 
-BLOCKS = re.findall(r"```python\n(.*?)```", (REPO / "README.md").read_text(), flags=re.S)
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+# (page, index of the block in its page, code)
+BLOCKS = [
+    (page.relative_to(REPO).as_posix(), i, code)
+    for page in PAGES
+    for i, code in enumerate(re.findall(r"```python\n(.*?)```", page.read_text(), flags=re.S))
+]
+README_BLOCKS = [code for page, _, code in BLOCKS if page == "README.md"]
 
 
 def _env_ids(out: str, code: str) -> None:
@@ -44,16 +52,29 @@ def _evm_wrap(out: str, code: str) -> None:
     assert checks and all(passed is True for _, passed in checks), checks
 
 
-def _liveweb_expert(out: str, code: str) -> None:
-    assert out.strip() and not out.startswith("reward"), out  # the goal comes first
-    rewards = re.findall(r"^reward ([\d.]+)$", out, flags=re.M)
-    assert rewards and float(rewards[-1]) == 1.0, out  # the expert solves the task
+def _web_expert(out: str, code: str) -> None:
+    # One line per env: id, task id, goal, "-> reward", reward; the same task in both.
+    rows = re.findall(r"^(Lynn/\S+) (\S+) (.+) -> reward ([\d.]+)$", out, flags=re.M)
+    assert [env_id for env_id, *_ in rows] == ["Lynn/LiveWeb-v0", "Lynn/WebWorldModel-v0"], out
+    (_, real_task, real_goal, real_reward), (_, imagined_task, imagined_goal, imagined_reward) = rows
+    assert (real_task, real_goal) == (imagined_task, imagined_goal) and real_goal.strip(), out
+    assert float(real_reward) == 1.0, out  # the expert solves the task in the browser
+    assert float(imagined_reward) == 1.0, out  # and the zoo's world model + reward model agree
 
 
 def _coordination(out: str, code: str) -> None:
     m = re.fullmatch(r"success rate ([\d.]+), (\d+)% of the oracle\s*", out)
     assert m, out
     assert 0.85 <= float(m.group(1)) <= 1.0 and 90 <= int(m.group(2)) <= 105
+
+
+def _actor_learner(out: str, code: str) -> None:
+    m = re.fullmatch(r"(\d+) updates, mean return (\d+) -> (\d+)\s*", out)
+    assert m, out
+    updates, first, last = (int(x) for x in m.groups())
+    # Random search on CartPole: a zero-weight policy plus noise lasts ~10-100 steps; 20 updates of 8
+    # episodes reach ~400 (of 500); the bar is well below that.
+    assert updates == 20 and last > first and last >= 150, out
 
 
 def _lm(out: str, code: str) -> None:
@@ -74,22 +95,38 @@ CHECKERS: dict[str, Callable[[str, str], None]] = {
     "print(lynn.ENV_IDS)": _env_ids,
     'EvalConfig("CartPole-v1"': _cartpole_eval,
     'task="wbnb_deposit")\nobs, info = env.reset(seed=7)': _evm_wrap,
-    'make_agent("expert", env)': _liveweb_expert,
+    'make_agent("expert", env)': _web_expert,
     'gym.make("Lynn/Coordination-v0"': _coordination,
     "train_lm(TrainConfig(": _lm,
+    "al.run(updates=20)": _actor_learner,
 }
 
+# What the README itself must show: one example per env and per Echo wrapper (issue 28 item 5).
+README_KEYS = (
+    "print(lynn.ENV_IDS)",
+    'gym.make("Lynn/EVMQuest-v0"',
+    '"Lynn/LiveWeb-v0"',
+    '"Lynn/WebWorldModel-v0"',
+    'gym.make("Lynn/Coordination-v0"',
+    "EchoVectorEnv(",
+    "ActorLearner(",
+)
 
-def test_readme_has_examples() -> None:
-    assert BLOCKS
+
+def test_readme_has_an_example_per_env_and_wrapper() -> None:
+    for key in README_KEYS:
+        assert any(key in code for code in README_BLOCKS), f"no README block holds {key!r}"
 
 
 def test_every_checker_has_its_block() -> None:
     for key in CHECKERS:
-        assert sum(key in b for b in BLOCKS) == 1, f"no single README block holds {key!r}"
+        where = [f"{page} block {i}" for page, i, code in BLOCKS if key in code]
+        assert len(where) == 1, f"{key!r} must be in exactly one block of README.md and docs/*.md: {where}"
 
 
-@pytest.mark.parametrize("code", BLOCKS, ids=[f"block{i}" for i in range(len(BLOCKS))])
+@pytest.mark.parametrize(
+    "code", [code for *_, code in BLOCKS], ids=[f"{page}:block{i}" for page, i, _ in BLOCKS]
+)
 def test_readme_python_block_runs(code: str) -> None:
     proc = run_python(code, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
