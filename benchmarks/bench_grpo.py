@@ -1,6 +1,6 @@
 """GRPO through Echo: co-located vs pull vs push_pull (S sweep) on EVMQuest, same model and update budget.
 
-Each configuration is one ``lynn train grpo`` run (:func:`lynn.wrappers.echo.grpo_train.train_grpo`); the
+Each configuration is one ``lynn train grpo`` run (:func:`lynn.agents.llm.grpo_trainer.train_grpo`); the
 table reports wall time, learner utilisation, groups/s, the staleness histogram, dropped/lost/refused
 rollouts and the training reward (first vs last 5 updates). ``--eval`` adds held-out atomic success of
 each final model (every atomic task, seeds from 0, as ``lynn eval --split atomic``).
@@ -137,7 +137,7 @@ def run_config(
     args: argparse.Namespace, c: str, per_worker: list[dict[str, Any]] | None, name: str | None = None
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """One ``lynn train grpo`` run (or its stored summary with ``--reanalyse``) and its table row."""
-    from lynn.wrappers.echo.grpo_train import GRPOTrainConfig, train_grpo
+    from lynn.agents.llm.grpo_trainer import GRPOTrainConfig, train_grpo
 
     mode, _, rest = c.partition(":")
     s, _, n = rest.partition(":")

@@ -16,37 +16,21 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from lynn.config_flags import add_config_flags, config_from_args
 from lynn.errors import UsageError
 
-__all__ = ["BENCHES", "COMMANDS", "UsageError", "build_parser", "main"]
+__all__ = ["COMMANDS", "UsageError", "build_parser", "config_from_args", "main"]
 
-# Env-specific commands: "module:function", the function adding its command to the subparsers object.
-# Those modules import lynn.errors (never this module) and do their heavy imports inside the command.
-COMMANDS: list[str] = [
-    "lynn.envs.liveweb.cli:register",  # lynn sites serve
+# Commands that live beside their code: (parent command, "module:function"), the function adding its
+# command(s) to the parent's subparsers ("": the top level). Those modules import lynn.errors (never this
+# module), build their flags from their config dataclass (lynn.config_flags) and import heavy modules
+# inside the command. Adding a command is one line here.
+COMMANDS: list[tuple[str, str]] = [
+    ("", "lynn.bench:register"),  # lynn bench NAME (the table is lynn.bench.BENCHES)
+    ("", "lynn.envs.liveweb.cli:register"),  # lynn sites serve
+    ("train", "lynn.envs.worldmodel.train:add_train_parsers"),  # lynn train world-model / reward-model
+    ("train", "lynn.agents.dynaweb.train:add_train_parser"),  # lynn train dynaweb
 ]
-
-# `lynn bench NAME`: name -> (module with add_arguments(parser) and run(args), one-line help). The module
-# is imported only when its benchmark runs; adding a benchmark is one line here (see lynn.bench).
-BENCHES: dict[str, tuple[str, str]] = {
-    "coordination": ("lynn.bench.coordination", "routing: LinUCB vs MABWiser LinUCB, VW cb_explore_adf"),
-    "coordination_real": (
-        "lynn.bench.coordination_real",
-        "routing over real EVMQuest executions by real Lynn agents (cached replay)",
-    ),
-    "liveweb": ("lynn.bench.liveweb", "LiveWeb step/reset latency vs raw Playwright (and BrowserGym)"),
-    "specdec": ("lynn.bench.specdec", "speculative decoding vs plain greedy and HF assisted generation"),
-    "evm-oracle": ("lynn.bench.evm_oracle", "EVMQuest oracle over every task, per chain backend"),
-    "evm-reset": ("lynn.bench.evm_reset", "EVMQuest reset: snapshot revert vs deploy, embedded vs anvil"),
-    "evm-sandbox": ("lynn.bench.evm_sandbox", "EVMQuest sandbox per-script cost vs a fresh python process"),
-    "echo-broadcast": ("lynn.bench.echo_broadcast", "Echo weight broadcast: one-to-many vs chain"),
-    "echo-utilisation": ("lynn.bench.echo_utilisation", "Echo learner utilisation vs the capacity rule"),
-    "import": ("lynn.bench.import_time", "`import lynn` cost vs `import gymnasium`"),
-    "device": (
-        "lynn.bench.device",
-        "every GPU-only figure in one run (scripts/device_check.sh; --dry-run: CPU)",
-    ),
-}
 
 
 def _parse_kv(pairs: Sequence[str] | None, flag: str) -> dict[str, Any]:
@@ -160,45 +144,6 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     return 0
 
 
-def config_from_args(cls: type, args: argparse.Namespace) -> Any:
-    """An instance of the config dataclass ``cls`` from the flags :func:`add_config_flags` added."""
-    import dataclasses
-
-    return cls(**{f.name: getattr(args, f.name) for f in dataclasses.fields(cls)})
-
-
-def add_config_flags(parser: argparse.ArgumentParser, cls: type) -> None:
-    """One flag per field of the config dataclass ``cls`` (help from ``field(metadata={"help": ...})``).
-
-    ``bool`` fields: ``--name`` (default False) or ``--no-name`` (default True); ``list`` fields repeat;
-    ``int``/``float``/``str`` (optionally ``| None``) take one value of that type.
-    """
-    import dataclasses
-    import typing
-
-    hints = typing.get_type_hints(cls)
-    for f in dataclasses.fields(cls):
-        flag = f.name.replace("_", "-")
-        help_text = f.metadata.get("help")
-        hint = hints[f.name]
-        args_ = typing.get_args(hint)
-        base = next((a for a in args_ if a is not type(None)), hint) if args_ else hint
-        if base is bool:
-            if f.default is True:
-                parser.add_argument(
-                    f"--no-{flag}",
-                    dest=f.name,
-                    action="store_false",
-                    help=help_text and f"turn off: {help_text}",
-                )
-            else:
-                parser.add_argument(f"--{flag}", dest=f.name, action="store_true", help=help_text)
-        elif typing.get_origin(base) is list:
-            parser.add_argument(f"--{flag}", dest=f.name, action="append", default=f.default, help=help_text)
-        else:
-            parser.add_argument(f"--{flag}", dest=f.name, type=base, default=f.default, help=help_text)
-
-
 def cmd_suite(args: argparse.Namespace) -> int:
     """The main job (``make run``): every env × its suite agents, then the leaderboard (:mod:`lynn.suite`)."""
     from lynn.suite.run import SuiteConfig, run_suite
@@ -251,32 +196,7 @@ def cmd_collect(args: argparse.Namespace) -> int:
 def cmd_train_lm(args: argparse.Namespace) -> int:
     from lynn.lm.train import TrainConfig, train_lm
 
-    cfg = TrainConfig(
-        data=args.data,
-        out=args.out,
-        size=args.size,
-        role=args.role,
-        teacher=args.teacher,
-        base=args.base,
-        epochs=args.epochs,
-        steps=args.steps,
-        max_minutes=args.max_minutes,
-        batch_size=args.batch_size,
-        lr=args.lr,
-        context=args.context,
-        vocab_size=args.vocab_size,
-        seed=args.seed,
-        resume=args.resume,
-        threads=args.threads,
-        progress=not args.no_progress,
-        minimal_abi=args.minimal_abi,
-        compact=args.compact,
-        choice_loss=args.choice_loss,
-        choice_negatives=args.choice_negatives,
-        choice_sample=args.choice_sample,
-        slots=args.slots,
-        history=args.history,
-    )
+    cfg = config_from_args(TrainConfig, args)
     transform = None
     if cfg.compact:
         from lynn.envs.evmquest.compact import compact_reply as transform
@@ -296,54 +216,31 @@ def cmd_train_lm(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_train_grpo(args: argparse.Namespace) -> int:
-    from lynn.wrappers.echo.grpo_train import GRPOTrainConfig, train_grpo
+def _heldout_evm_eval(final: str, cfg: Any) -> dict[str, Any]:
+    """``lynn train grpo --eval``: the trained model on EVMQuest's held-out instances (every atomic task,
+    seeds from 0), as ``lynn eval --split atomic --agent lm`` runs it."""
+    from lynn.eval.runner import EvalConfig, evaluate
 
-    cfg = GRPOTrainConfig(
-        model=args.model,
-        out=args.out,
-        env=args.env,
-        mode=args.mode,
-        staleness=args.staleness,
-        kappa=args.kappa,
-        workers=args.workers,
-        updates=args.updates,
-        groups_per_update=args.groups,
-        group_size=args.group_size,
-        lr=args.lr,
-        beta=args.beta,
-        importance_sampling_level=args.level,
-        temperature=args.temperature,
-        max_new_tokens=args.max_new_tokens,
-        tasks=args.tasks.split(",") if args.tasks else None,
-        seed=args.seed,
-        backend=args.backend,
-        checkpoint_every=args.checkpoint_every,
-        resume=args.resume,
-        time_budget_s=args.max_minutes * 60 if args.max_minutes else None,
-        eval_heldout=args.eval,
-        eval_workers=args.eval_workers,
-        progress=not args.no_progress,
-        threads=args.threads,
-        kill_worker_at=args.kill_worker_at,
-    )
-    s = train_grpo(cfg)
-    if cfg.eval_heldout:  # here, not in the driver: wrappers/ does not import eval/
-        from lynn.eval.runner import EvalConfig, evaluate
-
-        s["heldout_eval"] = evaluate(
-            EvalConfig(
-                env_id="Lynn/EVMQuest-v0",
-                agent="lm",
-                label="lm-grpo",
-                split="atomic",
-                out=str(Path(cfg.out) / "eval"),
-                agent_kwargs={"model": s["final"]},
-                workers=cfg.eval_workers,
-                progress=cfg.progress,
-            )
+    return evaluate(
+        EvalConfig(
+            env_id="Lynn/EVMQuest-v0",
+            agent="lm",
+            label="lm-grpo",
+            split="atomic",
+            out=str(Path(cfg.out) / "eval"),
+            agent_kwargs={"model": final},
+            workers=cfg.eval_workers,
+            progress=cfg.progress,
         )
-        (Path(cfg.out) / "summary.json").write_text(json.dumps(s, indent=1, default=str))
+    )
+
+
+def cmd_train_grpo(args: argparse.Namespace) -> int:
+    from lynn.agents.llm.grpo_config import GRPOTrainConfig
+    from lynn.agents.llm.grpo_trainer import train_grpo
+
+    cfg = config_from_args(GRPOTrainConfig, args)
+    s = train_grpo(cfg, evaluate=_heldout_evm_eval)
     if args.json:
         print(json.dumps({k: v for k, v in s.items() if k != "history"}, sort_keys=True, default=str))
     else:
@@ -467,17 +364,6 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return 0 if not missing else 1
 
 
-# --- bench ------------------------------------------------------------------------------------
-def cmd_bench(args: argparse.Namespace) -> int:
-    """``lynn bench NAME [FLAGS]``: the benchmark module parses FLAGS itself (``-h`` lists them)."""
-    from lynn.bench import load, parser_for
-
-    module_name, _ = BENCHES[args.bench_name]
-    module = load(module_name)
-    bench_args = parser_for(module, prog=f"lynn bench {args.bench_name}").parse_args(args.bench_argv)
-    return int(module.run(bench_args) or 0)
-
-
 # --- parser -----------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -561,97 +447,23 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--no-progress", action="store_true")
     c.set_defaults(func=cmd_collect)
 
+    from lynn.agents.llm.grpo_config import GRPOTrainConfig  # light, like every config module
+    from lynn.lm.train import TrainConfig
+
     t = sub.add_parser("train", help="train in-repo models")
     tsub = t.add_subparsers(dest="train_what", required=True, metavar="WHAT")
     lm = tsub.add_parser(
         "lm", help="a causal LM (target) on demonstrations, or a draft distilled from a target"
     )
-    lm.add_argument("--data", required=True, help="demos*.jsonl file or folder (from `lynn collect`)")
-    lm.add_argument("--out", required=True)
-    lm.add_argument("--size", default="small", help="tiny | small | draft (model config preset)")
-    lm.add_argument("--role", choices=("target", "draft"), default="target")
-    lm.add_argument("--teacher", help="draft: the target whose greedy outputs it is trained on")
-    lm.add_argument("--base", help="start from this local HF causal-LM folder (and its tokenizer)")
-    lm.add_argument("--epochs", type=float, default=3.0)
-    lm.add_argument("--steps", type=int, default=None, help="optimiser steps (default: --epochs as steps)")
-    lm.add_argument("--max-minutes", type=float, default=None, help="cap: stops at a checkpoint")
-    lm.add_argument("--batch-size", type=int, default=8)
-    lm.add_argument("--lr", type=float, default=1e-3)
-    lm.add_argument("--context", type=int, default=None, help="max tokens per example (default per size)")
-    lm.add_argument("--vocab-size", type=int, default=None)
-    lm.add_argument("--seed", type=int, default=0)
-    lm.add_argument("--threads", type=int, help="torch threads (1 is fastest on a loaded 2-core machine)")
-    lm.add_argument(
-        "--minimal-abi",
-        action="store_true",
-        help="EVMQuest: train on replies with the ABI JSON cut to what web3 reads",
-    )
-    lm.add_argument("--compact", action="store_true", help="EVMQuest: compact-form scripts (abi(...))")
-    lm.add_argument(
-        "--choice-loss",
-        type=float,
-        default=0.0,
-        help="weight of the multiple-choice loss over demos' extra['negatives'] (LiveWeb candidates)",
-    )
-    lm.add_argument(
-        "--choice-negatives", type=int, default=4, help="wrong replies per demo in that loss (-1: all listed)"
-    )
-    lm.add_argument(
-        "--choice-sample",
-        action="store_true",
-        help="draw --choice-negatives of each demo's listed wrong replies afresh each time it is batched",
-    )
-    lm.add_argument(
-        "--slots", action="store_true", help="EVMQuest: task-line literals as @A1/@N1 slots (lynn.lm.slots)"
-    )
-    lm.add_argument(
-        "--history",
-        action="store_true",
-        help="EVMQuest: a Done: line of the episode's earlier steps (lynn.lm.prompts)",
-    )
-    lm.add_argument("--resume", action="store_true", help="continue from the last checkpoint in --out")
-    lm.add_argument("--json", action="store_true")
-    lm.add_argument("--no-progress", action="store_true")
+    add_config_flags(lm, TrainConfig)
+    lm.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     lm.set_defaults(func=cmd_train_lm)
     gr = tsub.add_parser(
         "grpo", help="GRPO post-training of a policy LM on EVMQuest (co-located or through Echo)"
     )
-    gr.add_argument("--env", default="Lynn/EVMQuest-v0")
-    gr.add_argument("--model", required=True, help="the starting (BC) model folder")
-    gr.add_argument("--out", required=True)
-    gr.add_argument("--mode", choices=("colocated", "pull", "push_pull"), default="push_pull")
-    gr.add_argument("--staleness", type=int, default=1, help="S: largest staleness consumed (push_pull)")
-    gr.add_argument("--kappa", type=int, default=1, help="publish every kappa updates (push_pull)")
-    gr.add_argument("--workers", type=int, default=2)
-    gr.add_argument("--backend", choices=("local", "ray"), default="local")
-    gr.add_argument("--updates", type=int, default=10)
-    gr.add_argument("--groups", type=int, default=4, help="R: prompt groups per update")
-    gr.add_argument("--group-size", type=int, default=4, help="G: sampled replies per prompt")
-    gr.add_argument("--lr", type=float, default=2e-5)
-    gr.add_argument("--beta", type=float, default=0.0, help="KL coefficient to the starting model")
-    gr.add_argument("--level", choices=("token", "sequence"), default="token", help="GRPO or GSPO ratios")
-    gr.add_argument("--temperature", type=float, default=1.0)
-    gr.add_argument("--max-new-tokens", type=int, default=384)
-    gr.add_argument("--tasks", help="comma-separated atomic task ids (default: every atomic task)")
-    gr.add_argument("--seed", type=int, default=0)
-    gr.add_argument("--checkpoint-every", type=int, default=5)
-    gr.add_argument("--resume", action="store_true", help="continue from the newest checkpoint in --out")
-    gr.add_argument("--max-minutes", type=float, default=None)
-    gr.add_argument("--eval", action="store_true", help="evaluate the result on held-out atomic seeds")
-    gr.add_argument("--eval-workers", type=int, default=1)
-    gr.add_argument("--threads", type=int, default=1)
-    gr.add_argument(
-        "--kill-worker-at", type=int, default=None, help="fault drill: kill worker 0 after this update"
-    )
-    gr.add_argument("--json", action="store_true")
-    gr.add_argument("--no-progress", action="store_true")
+    add_config_flags(gr, GRPOTrainConfig)
+    gr.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     gr.set_defaults(func=cmd_train_grpo)
-    from lynn.envs.worldmodel.train import add_train_parsers  # light: heavy imports run in the commands
-
-    add_train_parsers(tsub)  # lynn train world-model / reward-model
-    from lynn.agents.dynaweb.train import add_train_parser as add_dynaweb_parser
-
-    add_dynaweb_parser(tsub)  # lynn train dynaweb (flags from DynaWebConfig)
 
     z = sub.add_parser("zoo", help="the shipped models (models/): list, verify, add, build (`make models`)")
     zsub = z.add_subparsers(dest="zoo_what", required=True, metavar="WHAT")
@@ -681,17 +493,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("doctor", help="check dependencies and print the commands that fix what is missing")
     p.set_defaults(func=cmd_doctor)
 
-    p = sub.add_parser("bench", help="run a benchmark: ours and its anchor side by side (tables + plots)")
-    names = p.add_subparsers(dest="bench_name", required=True, metavar="NAME")
-    for name, (_, help_text) in BENCHES.items():
-        # The benchmark's own flags are parsed by its module (cmd_bench), so listing them costs nothing.
-        b = names.add_parser(name, help=help_text, add_help=False)
-        b.set_defaults(func=cmd_bench, takes_bench_argv=True)
-
-    for target in COMMANDS:
+    parents = {"": sub, "train": tsub}
+    for parent, target in COMMANDS:
         module_name, _, attr = target.partition(":")
         register: Callable[[Any], None] = getattr(importlib.import_module(module_name), attr)
-        register(sub)
+        register(parents[parent])
     return parser
 
 
@@ -701,8 +507,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
-    if getattr(args, "takes_bench_argv", False):
-        args.bench_argv = extra
+    if getattr(args, "takes_extra_argv", False):  # `lynn bench NAME`: the benchmark parses its own flags
+        args.extra_argv = extra
     elif extra:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     try:

@@ -70,7 +70,7 @@ def test_doctor_names_what_is_missing_and_the_fix() -> None:
 
 
 def test_bench_lists_the_table_and_each_benchmark_parses_its_own_flags() -> None:
-    from lynn.cli import BENCHES
+    from lynn.bench import BENCHES
 
     proc = run_lynn("bench", "--help")
     assert proc.returncode == 0
@@ -86,8 +86,7 @@ def test_bench_lists_the_table_and_each_benchmark_parses_its_own_flags() -> None
 
 
 def test_every_bench_module_in_the_table_is_a_benchmark() -> None:
-    from lynn.bench import load
-    from lynn.cli import BENCHES
+    from lynn.bench import BENCHES, load
     from lynn.errors import UsageError
 
     for module_name, help_text in BENCHES.values():

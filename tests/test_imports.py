@@ -39,13 +39,14 @@ CONTRACTS: list[tuple[str, list[str], str]] = [
     ),
     (
         "wrappers",
-        ["envs", "cli", "eval", "bench", "__main__"],
-        "wrappers/ wrap any env; they import no env module",
+        ["agents", "envs", "lm", "eval", "cli", "bench", "suite", "__main__"],
+        "wrappers/ (Echo) wrap any env and stand alone, as gymnasium.vector does: no env, agent, model, "
+        "eval or CLI module; trainers that drive Echo live beside their loss in agents/",
     ),
     (
         "agents",
-        ["cli", "eval", "wrappers", "bench", "suite", "__main__"],
-        "agents act in envs; the runners drive them",
+        ["cli", "eval", "bench", "suite", "__main__"],
+        "agents act in envs; the runners drive them (their trainers may drive workers with Echo)",
     ),
     (
         "registry",
@@ -71,6 +72,7 @@ CONTRACTS: list[tuple[str, list[str], str]] = [
         "lynn.zoo is a leaf (standard library and lynn.errors): every layer resolves zoo names",
     ),
     ("system", ["*"], "lynn.system is a leaf (standard library only)"),
+    ("config_flags", ["*"], "lynn.config_flags is a leaf: any config module builds its flags with it"),
     ("errors", ["*"], "lynn.errors is a leaf"),
     ("raytools", ["*"], "lynn.raytools is a leaf"),
 ]

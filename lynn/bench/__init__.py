@@ -9,8 +9,10 @@ A benchmark module has a docstring (``lynn bench NAME -h`` shows it) and two fun
 :func:`parser_for` builds a module's parser for both ``lynn bench NAME`` and the script's
 :func:`main`, so the two take the same flags. Modules import their heavy dependencies (the envs,
 agents, comparison libraries) inside ``run`` or at their own top: ``lynn`` imports a benchmark
-module only when that benchmark runs. The names ``lynn bench`` offers are the table ``BENCHES`` in
-:mod:`lynn.cli`; adding a benchmark is a module here plus one line there.
+module only when that benchmark runs. The names ``lynn bench`` offers are the table :data:`BENCHES`
+below; adding a benchmark is a module here plus one line there. :func:`register` adds ``lynn bench``
+to the ``lynn`` parser (it is listed in :data:`lynn.cli.COMMANDS`, like every command that lives
+beside its code).
 """
 
 from __future__ import annotations
@@ -25,7 +27,47 @@ from typing import Any
 
 from lynn.errors import UsageError
 
-__all__ = ["load", "main", "pyplot", "save_figure", "summary"]
+__all__ = ["BENCHES", "cmd_bench", "load", "main", "pyplot", "register", "save_figure", "summary"]
+
+# `lynn bench NAME`: name -> (module with add_arguments(parser) and run(args), one-line help). The module
+# is imported only when its benchmark runs; adding a benchmark is one line here.
+BENCHES: dict[str, tuple[str, str]] = {
+    "coordination": ("lynn.bench.coordination", "routing: LinUCB vs MABWiser LinUCB, VW cb_explore_adf"),
+    "coordination_real": (
+        "lynn.bench.coordination_real",
+        "routing over real EVMQuest executions by real Lynn agents (cached replay)",
+    ),
+    "liveweb": ("lynn.bench.liveweb", "LiveWeb step/reset latency vs raw Playwright (and BrowserGym)"),
+    "specdec": ("lynn.bench.specdec", "speculative decoding vs plain greedy and HF assisted generation"),
+    "evm-oracle": ("lynn.bench.evm_oracle", "EVMQuest oracle over every task, per chain backend"),
+    "evm-reset": ("lynn.bench.evm_reset", "EVMQuest reset: snapshot revert vs deploy, embedded vs anvil"),
+    "evm-sandbox": ("lynn.bench.evm_sandbox", "EVMQuest sandbox per-script cost vs a fresh python process"),
+    "echo-broadcast": ("lynn.bench.echo_broadcast", "Echo weight broadcast: one-to-many vs chain"),
+    "echo-utilisation": ("lynn.bench.echo_utilisation", "Echo learner utilisation vs the capacity rule"),
+    "import": ("lynn.bench.import_time", "`import lynn` cost vs `import gymnasium`"),
+    "device": (
+        "lynn.bench.device",
+        "every GPU-only figure in one run (scripts/device_check.sh; --dry-run: CPU)",
+    ),
+}
+
+
+def register(sub: Any) -> None:
+    """Add ``lynn bench NAME [FLAGS]`` to the ``lynn`` parser's subcommands ``sub``."""
+    p = sub.add_parser("bench", help="run a benchmark: ours and its anchor side by side (tables + plots)")
+    names = p.add_subparsers(dest="bench_name", required=True, metavar="NAME")
+    for name, (_, help_text) in BENCHES.items():
+        # The benchmark's own flags are parsed by its module (cmd_bench), so listing them costs nothing.
+        b = names.add_parser(name, help=help_text, add_help=False)
+        b.set_defaults(func=cmd_bench, takes_extra_argv=True)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    """``lynn bench NAME [FLAGS]``: the benchmark module parses FLAGS itself (``-h`` lists them)."""
+    module_name, _ = BENCHES[args.bench_name]
+    module = load(module_name)
+    bench_args = parser_for(module, prog=f"lynn bench {args.bench_name}").parse_args(args.extra_argv)
+    return int(module.run(bench_args) or 0)
 
 
 def load(module_name: str) -> ModuleType:

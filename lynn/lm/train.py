@@ -24,7 +24,7 @@ import json
 import math
 import random
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -93,7 +93,7 @@ class TrainConfig:
 
     data: str
     out: str
-    size: str = "small"
+    size: str = field(default="small", metadata={"help": f"model preset: {' | '.join(SIZES)}"})
     role: str = "target"
     teacher: str | None = None
     base: str | None = None
@@ -113,7 +113,10 @@ class TrainConfig:
     compact: bool = False
     choice_loss: float = 0.0
     choice_negatives: int = 4
-    choice_sample: bool = False
+    choice_sample: bool = field(
+        default=False,
+        metadata={"help": "draw choice_negatives of a demo's wrong replies afresh each time it is batched"},
+    )
     slots: bool = False
     history: bool = False
 

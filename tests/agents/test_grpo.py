@@ -439,3 +439,14 @@ def test_bnpo_without_micro_batches_keeps_the_old_whole_batch_mean_for_old_calle
     k3 = sum(math.exp(x) - x - 1 for x in (0.2, 0.4, 0.1))
     assert float(old) == pytest.approx(k3 / 6) and float(dapo) == pytest.approx(k3 / 6)
     assert float(trl_bnpo) == pytest.approx(k3 / 3 / 2)
+
+
+def test_the_trainer_asks_for_an_evaluator_before_it_trains(tmp_path):
+    """``eval_heldout`` needs the caller's held-out evaluation (agents do not import eval/): refused up
+    front, before any model is loaded or anything written."""
+    from lynn.agents.llm.grpo_trainer import GRPOTrainConfig, train_grpo
+
+    cfg = GRPOTrainConfig(model=str(tmp_path / "none"), out=str(tmp_path / "run"), eval_heldout=True)
+    with pytest.raises(ValueError, match="evaluate="):
+        train_grpo(cfg)
+    assert not (tmp_path / "run").exists()

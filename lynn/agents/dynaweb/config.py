@@ -1,5 +1,5 @@
 """The DynaWeb run configuration: one dataclass, CleanRL style; ``lynn train dynaweb``'s flags are built
-from its fields (help from each field's metadata), never declared by hand.
+from its fields by :mod:`lynn.config_flags` (help from each field's metadata), never declared by hand.
 
 Importing this module is light (no torch): the CLI builds its parsers from it at start-up.
 """
@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any, get_type_hints
+from typing import Any
+
+from lynn.config_flags import add_config_flags, config_from_args
 
 __all__ = ["DynaWebConfig", "add_arguments", "from_args"]
 
@@ -106,38 +108,9 @@ class DynaWebConfig:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """One flag per :class:`DynaWebConfig` field (``--field-name``), help from its metadata."""
-    hints = get_type_hints(DynaWebConfig)
-    for f in dataclasses.fields(DynaWebConfig):
-        flag = "--" + f.name.replace("_", "-")
-        help_text = f.metadata.get("help", "")
-        kind = hints[f.name]
-        if kind is bool:
-            default = f.default
-            parser.add_argument(
-                flag,
-                action=argparse.BooleanOptionalAction,
-                default=default,
-                help=f"{help_text} (default {default})",
-            )
-        elif kind == list[str]:
-            parser.add_argument(flag, default=None, help=f"{help_text}; comma-separated")
-        else:
-            required = bool(f.metadata.get("required"))
-            parser.add_argument(
-                flag,
-                type=kind,
-                required=required,
-                default=None if required else f.default,
-                help=help_text if required else f"{help_text} (default {f.default!r})",
-            )
+    add_config_flags(parser, DynaWebConfig)
 
 
 def from_args(args: argparse.Namespace) -> DynaWebConfig:
     """The config of parsed ``lynn train dynaweb`` flags."""
-    kw: dict[str, Any] = {}
-    for f in dataclasses.fields(DynaWebConfig):
-        v = getattr(args, f.name)
-        if f.name == "tasks":
-            v = [t for t in (v or "").split(",") if t]
-        kw[f.name] = v
-    return DynaWebConfig(**kw)
+    return config_from_args(DynaWebConfig, args)

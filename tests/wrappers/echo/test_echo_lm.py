@@ -129,7 +129,7 @@ def test_heldout_seeds_are_refused_by_the_worker(tiny_lm):
 
 
 def test_train_grpo_colocated_checkpoints_and_resume(tiny_lm, tmp_path):
-    from lynn.wrappers.echo.grpo_train import GRPOTrainConfig, train_grpo
+    from lynn.agents.llm.grpo_trainer import GRPOTrainConfig, train_grpo
 
     kw = dict(
         model=str(tiny_lm),

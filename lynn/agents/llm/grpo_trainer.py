@@ -1,5 +1,11 @@
 """``lynn train grpo``: GRPO post-training of a policy LM on EVMQuest, co-located or through Echo.
 
+The trainer sits beside its loss (:mod:`lynn.agents.llm.grpo`) and its config
+(:mod:`lynn.agents.llm.grpo_config`), as TRL keeps ``grpo_trainer.py`` next to ``grpo_config.py``; Echo
+(:mod:`lynn.wrappers.echo`) is the library it drives workers with, and Echo imports nothing of Lynn's.
+We keep our own trainer rather than TRL's ``GRPOTrainer``, which owns its generate-then-train loop and so
+cannot consume groups that workers stream in at their own pace (see :mod:`lynn.agents.llm.grpo`).
+
 Modes:
 
 - ``colocated``: generate, then train, in this one process (strict alternation; the baseline —
@@ -18,12 +24,9 @@ The learner is :class:`lynn.agents.llm.grpo.GRPOLearner`; workers are
 (≥ 100000) only. Writes to ``--out``: ``checkpoints/update-N`` (model + optimiser, ``--resume``
 continues from the newest), ``final/`` (a model folder ``lynn eval --agent lm`` loads),
 ``reward.png`` (group reward vs wall time), ``summary.json`` (learner utilisation, rollouts/s,
-staleness histogram, dropped stale, lost, refused, cost). ``lynn train grpo --eval`` then evaluates
-``final/`` on the held-out instances with :func:`lynn.eval.runner.evaluate` (every atomic task, seeds
-from 0, as ``lynn eval --split atomic`` does) — in the CLI, because wrappers/ does not import eval/.
-
-This driver lives in ``lynn.wrappers.echo`` (not ``lynn.agents``): it drives workers and the learner
-through :class:`~lynn.wrappers.echo.actor_learner.ActorLearner`, and agents do not import the wrappers.
+staleness histogram, dropped stale, lost, refused, cost). With ``eval_heldout`` the caller passes
+``evaluate``, which scores ``final/`` on the held-out instances: ``lynn train grpo --eval`` passes
+:func:`lynn.eval.runner.evaluate` over every atomic task, seeds from 0 (agents do not import eval/).
 
 ::
 
@@ -36,51 +39,14 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from lynn.agents.llm.grpo_config import MODES, GRPOTrainConfig
+
 __all__ = ["GRPOTrainConfig", "train_grpo"]
-
-MODES = ("colocated", "pull", "push_pull")
-
-
-@dataclass
-class GRPOTrainConfig:
-    """``lynn train grpo`` options (see the module docstring)."""
-
-    model: str
-    out: str
-    env: str = "Lynn/EVMQuest-v0"
-    mode: str = "push_pull"
-    staleness: int = 1
-    kappa: int = 1
-    workers: int = 2
-    updates: int = 10
-    groups_per_update: int = 4
-    group_size: int = 4
-    lr: float = 2e-5
-    beta: float = 0.0
-    epsilon: float = 0.2
-    importance_sampling_level: str = "token"
-    temperature: float = 1.0
-    max_new_tokens: int = 384
-    tasks: list[str] | None = None
-    seed: int = 0
-    backend: str = "local"
-    broadcast: str = "chain"
-    checkpoint_every: int = 5
-    resume: bool = False
-    time_budget_s: float | None = None
-    eval_heldout: bool = False
-    eval_workers: int = 1
-    progress: bool = True
-    threads: int = 1
-    kill_worker_at: int | None = None
-    #: Heterogeneous workers: worker i gets worker_overrides[i % len] on top of the shared settings
-    #: (max_new_tokens, gen_batch, threads; see lynn.agents.llm.rollouts.WorkerFactory).
-    worker_overrides: list[dict[str, Any]] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 def _seed_base(cfg: GRPOTrainConfig, version: int) -> int:
@@ -141,13 +107,14 @@ def _colocated(
     worker.gen.model = learner.model
     worker.version = learner.version
     start = time.perf_counter()
+    budget_s = cfg.max_minutes * 60 if cfg.max_minutes is not None else None
     busy = 0.0
     rid = 0
     records = []
     base = _seed_base(cfg, learner.version)
     try:
         for _ in range(updates):
-            if cfg.time_budget_s is not None and time.perf_counter() - start > cfg.time_budget_s:
+            if budget_s is not None and time.perf_counter() - start > budget_s:
                 break
             batch = []
             for _ in range(cfg.groups_per_update):
@@ -185,14 +152,27 @@ def _colocated(
     }
 
 
-def train_grpo(cfg: GRPOTrainConfig) -> dict[str, Any]:
-    """Run GRPO; returns the summary also written to ``out/summary.json``."""
+def train_grpo(
+    cfg: GRPOTrainConfig, evaluate: Callable[[str, GRPOTrainConfig], dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """Run GRPO; returns the summary also written to ``out/summary.json``.
+
+    Args:
+        cfg: the run.
+        evaluate: with ``cfg.eval_heldout``, ``evaluate(final_dir, cfg)`` scores the final model on held-out
+            instances; its result goes in the summary as ``heldout_eval`` (``lynn train grpo --eval``
+            passes one over :func:`lynn.eval.runner.evaluate`).
+    """
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from lynn.agents.llm.grpo import GRPOConfig, GRPOLearner
     from lynn.agents.llm.rollouts import WorkerFactory
 
+    if cfg.eval_heldout and evaluate is None:
+        raise ValueError(
+            "eval_heldout=True needs evaluate=CALLABLE(final_dir, cfg) (lynn train grpo --eval has one)"
+        )
     if cfg.mode not in MODES:
         raise ValueError(f"mode must be one of {MODES}, got {cfg.mode!r}")
     if cfg.env.removeprefix("lynn:") != "Lynn/EVMQuest-v0":
@@ -269,7 +249,11 @@ def train_grpo(cfg: GRPOTrainConfig) -> dict[str, Any]:
                 seed=_seed_base(cfg, learner.version),
             )
             try:
-                es = al.run(todo, time_budget=cfg.time_budget_s, on_update=on_update)
+                es = al.run(
+                    todo,
+                    time_budget=cfg.max_minutes * 60 if cfg.max_minutes is not None else None,
+                    on_update=on_update,
+                )
                 stats = asdict(es)
                 stats["loss_reports"] = list(al.loss_reports)
                 stats["refusals"] = list(getattr(al, "refusals", []))
@@ -309,6 +293,8 @@ def train_grpo(cfg: GRPOTrainConfig) -> dict[str, Any]:
     }
     summary["staleness_hist"] = {str(k): v for k, v in summary.get("staleness_hist", {}).items()}
     # A run is cfg.updates updates (same seed, same steps); a time budget is only a cap, said when it binds.
-    summary["capped_by_minutes"] = cfg.time_budget_s is not None and learner.version < cfg.updates
+    summary["capped_by_minutes"] = cfg.max_minutes is not None and learner.version < cfg.updates
+    if cfg.eval_heldout and evaluate is not None:
+        summary["heldout_eval"] = evaluate(str(final), cfg)
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str))
     return summary
