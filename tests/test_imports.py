@@ -74,6 +74,7 @@ CONTRACTS: list[tuple[str, list[str], str]] = [
     ("system", ["*"], "lynn.system is a leaf (standard library only)"),
     ("config_flags", ["*"], "lynn.config_flags is a leaf: any config module builds its flags with it"),
     ("errors", ["*"], "lynn.errors is a leaf"),
+    ("records", ["*"], "lynn.records is a leaf: the typed records every layer reads and writes"),
     ("raytools", ["*"], "lynn.raytools is a leaf"),
 ]
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from lynn.eval.runner import EvalError, agent_seed, list_tasks
+from lynn.records import TextObs, Transition
 
 TEXT_KEYS = ("url", "title", "axtree", "open_pages", "last_action", "last_action_error")
 
@@ -74,7 +75,7 @@ def parse_seeds(text: str) -> list[int]:
         raise EvalError(f"--seeds expects A:B or a comma list of integers, got {text!r}") from exc
 
 
-def _text_obs(obs: dict[str, Any]) -> dict[str, Any]:
+def _text_obs(obs: dict[str, Any]) -> TextObs:
     return {k: obs[k] for k in TEXT_KEYS if k in obs}
 
 
@@ -153,29 +154,24 @@ def collect(cfg: CollectConfig) -> dict[str, Any]:
                     done = bool(terminated or truncated)
                     steps.append((obs, action))
                     if trans_path is not None:
-                        tfh.write(
-                            json.dumps(
-                                {
-                                    "env_id": env_id,
-                                    "task_id": tid,
-                                    "split": rec_split,
-                                    "seed": seed,
-                                    "episode": episode,
-                                    "step": step,
-                                    "goal": obs.get("goal", ""),
-                                    "obs": _text_obs(obs),
-                                    "action": action,
-                                    "next_obs": _text_obs(next_obs),
-                                    "reward": float(reward),
-                                    "done": done,
-                                    "terminated": bool(terminated),
-                                    "truncated": bool(truncated),
-                                    "error": info.get("error"),
-                                },
-                                ensure_ascii=False,
-                            )
-                            + "\n"
-                        )
+                        record: Transition = {
+                            "env_id": env_id,
+                            "task_id": tid,
+                            "split": rec_split,
+                            "seed": seed,
+                            "episode": episode,
+                            "step": step,
+                            "goal": obs.get("goal", ""),
+                            "obs": _text_obs(obs),
+                            "action": action,
+                            "next_obs": _text_obs(next_obs),
+                            "reward": float(reward),
+                            "done": done,
+                            "terminated": bool(terminated),
+                            "truncated": bool(truncated),
+                            "error": info.get("error"),
+                        }
+                        tfh.write(json.dumps(record, ensure_ascii=False) + "\n")
                     n_steps += 1
                     obs = next_obs
                     if done:

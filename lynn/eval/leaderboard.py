@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from lynn.eval.runner import CONFIG_FILE, RESULT_FILE, read_records
+from lynn.eval.runner import CONFIG_FILE, EXTRA_MEASURES, RESULT_FILE, read_records
 from lynn.eval.stats import mean_ci95, wilson_interval
+from lynn.records import EpisodeRecord
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,7 @@ def _names(name: str, variants: list[str]) -> dict[str, str]:
     }
     keys = sorted({k for f in flat.values() for k in f})
     differing = [k for k in keys if len({json.dumps(f.get(k), sort_keys=True) for f in flat.values()}) > 1]
-    out = {}
+    out: dict[str, str] = {}
     for v, f in flat.items():
         if not v:
             out[v] = f"{name} [no config]"
@@ -122,14 +123,14 @@ def collect(root: str | Path) -> list[Row]:
     root = Path(root)
     if not root.exists():
         raise FileNotFoundError(f"no results folder {root}")
-    groups: dict[tuple[str, str, str, str], dict[tuple[Any, ...], dict[str, Any]]] = defaultdict(dict)
+    groups: dict[tuple[str, str, str, str], dict[tuple[Any, ...], EpisodeRecord]] = defaultdict(dict)
     for path in sorted(root.rglob(RESULT_FILE)):
         variant = _variant(path.parent)
         for rec in read_records(path):
             name = rec.get("label") or rec["agent"]
-            key = (rec["env_id"], rec.get("split") or "all", name, variant)
+            group = (rec["env_id"], rec.get("split") or "all", name, variant)
             # The same episode found twice (copied folders) counts once.
-            groups[key][(rec["episode"], rec["seed"], rec.get("task_id"))] = rec
+            groups[group][(rec["episode"], rec["seed"], rec.get("task_id"))] = rec
     shared: dict[tuple[str, str, str], list[str]] = defaultdict(list)
     for env_id, split, name, variant in groups:
         shared[(env_id, split, name)].append(variant)
@@ -140,9 +141,9 @@ def collect(root: str | Path) -> list[Row]:
         wins = sum(1 for r in values if r["success"])
         rw, rw_ci = mean_ci95([float(r["reward"]) for r in values])
         extra: dict[str, float] = {}
-        for key in ("score", "regret"):
-            if all(key in r for r in values):
-                extra[key], extra[f"{key}_ci"] = mean_ci95([float(r[key]) for r in values])
+        for measure in EXTRA_MEASURES:
+            if all(measure in r for r in values):
+                extra[measure], extra[f"{measure}_ci"] = mean_ci95([float(r[measure]) for r in values])
         rows.append(
             Row(
                 env_id,

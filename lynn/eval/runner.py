@@ -20,11 +20,12 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 import gymnasium as gym
 
 from lynn.eval.stats import mean_ci95, wilson_interval
+from lynn.records import EpisodeRecord
 
 RESULT_FILE = "episodes.jsonl"
 CONFIG_FILE = "config.json"
@@ -229,8 +230,8 @@ class _Episodes:
             finally:
                 self.env = None
 
-    def run(self, spec: EpisodeSpec) -> dict[str, Any]:
-        record: dict[str, Any] = {
+    def run(self, spec: EpisodeSpec) -> EpisodeRecord:
+        record: EpisodeRecord = {
             "env_id": bare_id(self.cfg.env_id),
             # A split chosen by env kwarg (e.g. gym.make(..., split="test")) is still the row's split.
             "split": spec.split or self.cfg.env_kwargs.get("split"),
@@ -243,6 +244,7 @@ class _Episodes:
             "steps": 0,
             "error": None,
             "step_errors": 0,
+            "timings": {},
         }
         if self.cfg.label is not None:  # the row name, when it is not the agent's
             record["label"] = self.cfg.label
@@ -252,6 +254,7 @@ class _Episodes:
             if self.env is None:
                 self._build()
             env, agent = self.env, self.agent
+            assert env is not None  # _build made it
             t = time.perf_counter()
             options = {"task_id": spec.task_id} if spec.task_id is not None else None
             obs, info = env.reset(seed=spec.seed, options=options)
@@ -283,12 +286,10 @@ class _Episodes:
                     regret = (regret or 0.0) + float(info["regret"])
                 if terminated or truncated or (self.cfg.max_steps and steps >= self.cfg.max_steps):
                     break
-            record.update(
-                reward=total,
-                steps=steps,
-                success=bool(info["success"]) if "success" in info else total > 0,
-                error=last_error,
-            )
+            record["reward"] = total
+            record["steps"] = steps
+            record["success"] = bool(info["success"]) if "success" in info else total > 0
+            record["error"] = last_error
             if "score" in info:
                 record["score"] = float(info["score"])
             if regret is not None:
@@ -313,12 +314,12 @@ def _worker_init(cfg: EvalConfig) -> None:
     _WORKER = _Episodes(cfg)
 
 
-def _worker_run(spec: EpisodeSpec) -> dict[str, Any]:
+def _worker_run(spec: EpisodeSpec) -> EpisodeRecord:
     assert _WORKER is not None
     return _WORKER.run(spec)
 
 
-def _run_parallel(cfg: EvalConfig, todo: list[EpisodeSpec]) -> Iterator[dict[str, Any]]:
+def _run_parallel(cfg: EvalConfig, todo: list[EpisodeSpec]) -> Iterator[EpisodeRecord]:
     ctx = get_context("spawn")  # fork is unsafe with browser/torch threads in the parent
     with ProcessPoolExecutor(cfg.workers, mp_context=ctx, initializer=_worker_init, initargs=(cfg,)) as pool:
         pending = {pool.submit(_worker_run, spec) for spec in todo}
@@ -348,18 +349,19 @@ class _RayEpisodes:
     def __init__(self, cfg: EvalConfig) -> None:
         _worker_init(cfg)
 
-    def run(self, spec: EpisodeSpec) -> dict[str, Any]:
+    def run(self, spec: EpisodeSpec) -> EpisodeRecord:
         return _worker_run(spec)
 
 
-def _run_ray(cfg: EvalConfig, todo: list[EpisodeSpec]) -> Iterator[dict[str, Any]]:
+def _run_ray(cfg: EvalConfig, todo: list[EpisodeSpec]) -> Iterator[EpisodeRecord]:
     import ray
 
     from lynn.raytools import ray_init
 
     started = ray_init(cfg.address)
     actor_cls = ray.remote(_RayEpisodes).options(num_cpus=1)
-    actors = [actor_cls.remote(cfg) for _ in range(min(cfg.workers, len(todo)))]
+    # Any: Ray's stubs type an actor's methods as plain callables (``.remote`` is added at run time).
+    actors: list[Any] = [actor_cls.remote(cfg) for _ in range(min(cfg.workers, len(todo)))]
     queue = list(reversed(todo))
     running: dict[Any, tuple[int, EpisodeSpec]] = {}
     try:
@@ -374,14 +376,13 @@ def _run_ray(cfg: EvalConfig, todo: list[EpisodeSpec]) -> Iterator[dict[str, Any
                 yield ray.get(done[0])
             except ray.exceptions.RayActorError as exc:  # a lost node/actor is a result, like a crash
                 actors[k] = actor_cls.remote(cfg)
-                yield {
+                lost: EpisodeRecord = {
                     "env_id": bare_id(cfg.env_id),
                     "split": spec.split,
                     "task_id": spec.task_id,
                     "episode": spec.index,
                     "seed": spec.seed,
                     "agent": cfg.agent,
-                    **({"label": cfg.label} if cfg.label is not None else {}),
                     "reward": 0.0,
                     "success": False,
                     "steps": 0,
@@ -390,6 +391,9 @@ def _run_ray(cfg: EvalConfig, todo: list[EpisodeSpec]) -> Iterator[dict[str, Any
                     "traceback": str(exc)[:2000],
                     "timings": {"total_s": 0.0},
                 }
+                if cfg.label is not None:
+                    lost["label"] = cfg.label
+                yield lost
             if queue:
                 spec = queue.pop()
                 running[actors[k].run.remote(spec)] = (k, spec)
@@ -402,7 +406,7 @@ def _run_ray(cfg: EvalConfig, todo: list[EpisodeSpec]) -> Iterator[dict[str, Any
 
 def _run_serial(
     cfg: EvalConfig, todo: list[EpisodeSpec], runner: _Episodes | None = None
-) -> Iterator[dict[str, Any]]:
+) -> Iterator[EpisodeRecord]:
     runner = runner or _Episodes(cfg)
     try:
         for spec in todo:
@@ -412,9 +416,9 @@ def _run_serial(
 
 
 # --- results files ----------------------------------------------------------------------------
-def read_records(path: Path) -> list[dict[str, Any]]:
+def read_records(path: Path) -> list[EpisodeRecord]:
     """Episode records from a JSONL file; a torn last line (killed mid-write) is dropped."""
-    records = []
+    records: list[EpisodeRecord] = []
     if not path.exists():
         return records
     for line in path.read_text(encoding="utf-8").splitlines():
@@ -423,18 +427,22 @@ def read_records(path: Path) -> list[dict[str, Any]]:
         except json.JSONDecodeError:
             continue
         if isinstance(rec, dict) and "episode" in rec:
-            records.append(rec)
+            records.append(cast(EpisodeRecord, rec))
     return records
 
 
-def summarize(records: list[dict[str, Any]], cfg: EvalConfig | None = None) -> dict[str, Any]:
+#: Optional per-episode measures, averaged where every record has them.
+EXTRA_MEASURES: tuple[Literal["score", "regret"], ...] = ("score", "regret")
+
+
+def summarize(records: list[EpisodeRecord], cfg: EvalConfig | None = None) -> dict[str, Any]:
     """Aggregate episode records into the summary written to ``summary.json``."""
     rewards = [float(r["reward"]) for r in records]
     successes = [1.0 if r["success"] else 0.0 for r in records]
     mean_r, ci_r = mean_ci95(rewards)
     mean_s, ci_s = mean_ci95(successes)
     low, high = wilson_interval(int(sum(successes)), len(successes))
-    first = records[0] if records else {}
+    first: dict[str, Any] = dict(records[0]) if records else {}
     summary: dict[str, Any] = {
         "env_id": bare_id(cfg.env_id) if cfg else first.get("env_id"),
         "agent": cfg.agent if cfg else first.get("agent"),
@@ -452,7 +460,7 @@ def summarize(records: list[dict[str, Any]], cfg: EvalConfig | None = None) -> d
         "crashed_episodes": sum(1 for r in records if r.get("traceback")),
         **{
             f"mean_{key}": mean_ci95([float(r[key]) for r in records])[0]
-            for key in ("score", "regret")
+            for key in EXTRA_MEASURES
             if records and all(key in r for r in records)
         },
         "episode_seconds": (sum(r["timings"]["total_s"] for r in records) / len(records)) if records else 0.0,
@@ -548,7 +556,7 @@ def evaluate(cfg: EvalConfig) -> dict[str, Any]:
 class _Progress:
     """A rich progress bar with the running success rate, on stderr."""
 
-    def __init__(self, cfg: EvalConfig, total: int, done: list[dict[str, Any]]) -> None:
+    def __init__(self, cfg: EvalConfig, total: int, done: list[EpisodeRecord]) -> None:
         self.enabled = cfg.progress
         self.total = total
         self.wins = sum(1 for r in done if r["success"])
@@ -577,7 +585,7 @@ class _Progress:
     def _rate(self) -> str:
         return f"{self.wins / self.count:.1%}" if self.count else "-"
 
-    def advance(self, rec: dict[str, Any]) -> None:
+    def advance(self, rec: EpisodeRecord) -> None:
         self.count += 1
         self.wins += bool(rec["success"])
         if self.enabled:

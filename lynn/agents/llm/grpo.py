@@ -36,7 +36,8 @@ between the current policy and the one that sampled it. A rollout of the current
 ``π_old = π_θ.detach()`` (ratio 1, TRL's single-iteration shortcut). Workers never send
 log-probs: nothing in the loss depends on the inference engine's numerics.
 
-A rollout group (what a worker returns, see :mod:`lynn.agents.llm.rollouts`)::
+A rollout group (:class:`lynn.records.RolloutGroup`, what a worker returns, see
+:mod:`lynn.agents.llm.rollouts`)::
 
     {"version": 3, "prompt_ids": [...], "completions": [{"ids": [...], "reward": 0.5}, ...],
      "task_id": "wbnb_deposit", "seed": 100123}
@@ -56,6 +57,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
+
+from lynn.records import RolloutGroup
 
 __all__ = [
     "GRPOConfig",
@@ -248,7 +251,7 @@ def grpo_loss(
     elif loss_type == "bnpo":
         loss = (per_token * mask).sum() / mask.sum().clamp(min=1.0) / (micro_batches or 1)
     elif loss_type == "dr_grpo":
-        if not (max_completion_length or 0) > 0:
+        if max_completion_length is None or max_completion_length <= 0:
             raise ValueError("loss_type='dr_grpo' needs max_completion_length > 0")
         loss = (per_token * mask).sum() / (n * max_completion_length)
     elif loss_type == "dapo":
@@ -285,7 +288,7 @@ class Rollouts:
         return int(self.prompt_ids.size(0))
 
 
-def collate(groups: Sequence[dict[str, Any]], pad_id: int) -> Rollouts:
+def collate(groups: Sequence[RolloutGroup], pad_id: int) -> Rollouts:
     """Pad rollout groups into one batch (every group must have the same number of completions)."""
     import torch
 
@@ -293,12 +296,15 @@ def collate(groups: Sequence[dict[str, Any]], pad_id: int) -> Rollouts:
     if len(sizes) != 1:
         raise ValueError(f"groups of different sizes {sorted(sizes)}: GRPO normalises within equal groups")
     g_size = sizes.pop()
-    prompts, comps, rewards, versions = [], [], [], []
+    prompts: list[list[int]] = []
+    comps: list[list[int]] = []
+    rewards: list[float] = []
+    versions: list[int] = []
     for g in groups:
-        for c in g["completions"]:
+        for completion in g["completions"]:
             prompts.append(list(g["prompt_ids"]))
-            comps.append(list(c["ids"]))
-            rewards.append(float(c["reward"]))
+            comps.append(list(completion["ids"]))
+            rewards.append(float(completion["reward"]))
             versions.append(int(g["version"]))
     p_len = max(len(p) for p in prompts)
     c_len = max(1, max(len(c) for c in comps))
@@ -361,8 +367,8 @@ class GRPOLearner:
         )
         self.version = 0
         self.snapshots: dict[int, dict[str, Any]] = {0: self._state()}
-        self._old = None  # a model object that takes snapshot weights to score old versions
-        self.ref = None
+        self._old: Any = None  # a model object that takes snapshot weights to score old versions
+        self.ref: Any = None
         if self.cfg.beta != 0.0:
             self.ref = ref_model if ref_model is not None else copy.deepcopy(self.model)
             self.ref.eval()
@@ -429,7 +435,7 @@ class GRPOLearner:
                 out[idx] = per_token_logps(self._old, input_ids[idx], attn[idx], keep, self.cfg.temperature)
         return out
 
-    def loss_and_grad(self, batch: list[dict[str, Any]]) -> tuple[float, dict[str, float], Rollouts]:
+    def loss_and_grad(self, batch: Sequence[RolloutGroup]) -> tuple[float, dict[str, float], Rollouts]:
         """Accumulate the gradient of the loss on ``batch`` into the model (no optimiser step).
 
         Returns:
@@ -496,7 +502,7 @@ class GRPOLearner:
                 sums[k] += info[k]
         return loss_total, sums, rb
 
-    def update(self, batch: list[dict[str, Any]]) -> dict[str, Any]:
+    def update(self, batch: Sequence[RolloutGroup]) -> dict[str, Any]:
         """One optimiser step on ``batch`` (rollout groups); returns metrics."""
         torch = self.torch
         t0 = time.perf_counter()
