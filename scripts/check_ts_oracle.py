@@ -58,7 +58,7 @@ def _summary(times: list[float]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     from lynn.envs.evmquest.evmquest_env import implemented_specs
-    from lynn.envs.evmquest.typescript import TS_COMPOSITES, TS_ROWS
+    from lynn.envs.evmquest.ts_oracle import TS_COMPOSITES, TS_ROWS
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", default="0,1,2")

@@ -22,8 +22,8 @@ class EVMQuestOracle(Agent):
     script only after a sent transaction succeeded (``"tx_ok"``) or an answer was recorded
     (``"answer"``); after a revert, a script error or a refused answer it sends the same script
     again while the env allows attempts. When the env asks for ``script_language="typescript"`` it writes
-    TypeScript/ethers v6 (:func:`lynn.envs.evmquest.typescript.ts_oracle_script`: every atomic task;
-    :func:`~lynn.envs.evmquest.typescript.ts_composite_scripts`: the composites in ``TS_COMPOSITES``).
+    TypeScript/ethers v6 (:func:`lynn.envs.evmquest.ts_oracle.ts_oracle_script`: every atomic task;
+    :func:`~lynn.envs.evmquest.ts_oracle.ts_composite_scripts`: the composites in ``TS_COMPOSITES``).
 
     Args:
         env: a ``Lynn/EVMQuest-v0`` env made with ``action_mode="script"``.
@@ -56,7 +56,7 @@ class EVMQuestOracle(Agent):
             raise ValueError("the EVMQuest oracle writes scripts: use action_mode='script'")
         instance, names, before = env.task_instance  # type: ignore[attr-defined]
         if getattr(env, "script_language", "python") == "typescript":
-            from lynn.envs.evmquest.typescript import TS_COMPOSITES, ts_composite_scripts, ts_oracle_script
+            from lynn.envs.evmquest.ts_oracle import TS_COMPOSITES, ts_composite_scripts, ts_oracle_script
 
             if instance.spec.split == "atomic":
                 scripts = [ts_oracle_script(instance.task_id, instance.params, names)]

@@ -1,6 +1,7 @@
-"""Run agent scripts in a contained worker; the env's process never executes agent code.
+"""Run Python agent scripts in a contained worker; the env's process never executes agent code.
 
-Design (one :class:`Sandbox` per env):
+Design (one :class:`Sandbox` per env; the containment itself is
+:mod:`~lynn.envs.evmquest.containment`'s, shared with the TypeScript runner):
 
 * A **fork server** (``python -m lynn.envs.evmquest.sandbox FD``) is started once. It imports
   web3 and warms it up, then waits for jobs on a control socket. Forking a warm process keeps
@@ -25,371 +26,44 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import signal
 import socket
-import struct
-import subprocess
 import sys
-import time
-import weakref
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
-READ_METHODS = frozenset(
-    {
-        "eth_chainId",
-        "net_version",
-        "eth_blockNumber",
-        "eth_getBalance",
-        "eth_getCode",
-        "eth_getStorageAt",
-        "eth_call",
-        "eth_estimateGas",
-        "eth_gasPrice",
-        "eth_maxPriorityFeePerGas",
-        "eth_feeHistory",
-        "eth_getTransactionCount",
-        "eth_getBlockByNumber",
-        "eth_getBlockByHash",
-        "eth_getTransactionByHash",
-        "eth_getTransactionReceipt",
-        "eth_getLogs",
-        "eth_accounts",
-        "eth_syncing",
-        "web3_clientVersion",
-    }
+from lynn.envs.evmquest.containment import (
+    MAX_MESSAGE,
+    READ_METHODS,
+    SandboxLimits,
+    ScriptResult,
+    ScriptSandbox,
+    drop_to_nobody,
+    enter_namespaces,
+    mount_scratch,
+    seccomp_filter,
+    send_msg,
+    serve_jobs,
+    set_rlimits,
 )
-SIGN_METHOD = "eth_signTypedData_v4"
-MAX_MESSAGE = 1 << 20  # bytes: a request or the result larger than this is refused
-MAX_RPC_CALLS = 400
-NOBODY = 65534
+
+__all__ = ["READ_METHODS", "Sandbox", "SandboxLimits", "ScriptResult", "serve"]
 
 
-@dataclass(frozen=True)
-class SandboxLimits:
-    """Limits of one script run."""
-
-    wall_s: float = 10.0
-    cpu_s: int = 5
-    memory_bytes: int = 1 << 30
-    file_bytes: int = 1 << 20
-    scratch_bytes: int = 16 << 20
-    open_files: int = 64
-
-
-@dataclass
-class ScriptResult:
-    """Outcome of one script: ``value`` is what ``execute_skill`` returned (when ``ok``)."""
-
-    ok: bool
-    value: Any = None
-    error: str | None = None
-    stdout: str = ""
-    rpc_calls: int = 0
-    violations: list[str] = field(default_factory=list)
-    wall_s: float = 0.0
-
-
-# ----------------------------------------------------------------------------- framing
-def _send_msg(sock: socket.socket, obj: Any, fds: list[int] | None = None) -> None:
-    data = json.dumps(obj).encode()
-    payload = struct.pack("!I", len(data)) + data
-    if fds:
-        socket.send_fds(sock, [payload], fds)
-    else:
-        sock.sendall(payload)
-
-
-def _recv_exact(sock: socket.socket, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise EOFError("control channel closed")
-        buf += chunk
-    return buf
-
-
-def _recv_msg(sock: socket.socket, with_fds: bool = False) -> tuple[Any, list[int]]:
-    fds: list[int] = []
-    if with_fds:
-        head, fds, _flags, _addr = socket.recv_fds(sock, 4, 4)
-        if not head:
-            raise EOFError("control channel closed")
-        head += _recv_exact(sock, 4 - len(head)) if len(head) < 4 else b""
-    else:
-        head = _recv_exact(sock, 4)
-    (length,) = struct.unpack("!I", head)
-    return json.loads(_recv_exact(sock, length)), fds
-
-
-# ----------------------------------------------------------------------------- env side
-class Sandbox:
-    """Owns the fork server; :meth:`run` executes one script against an RPC handler.
+class Sandbox(ScriptSandbox):
+    """Runs Python agent scripts (``execute_skill(w3, agent_address, contracts)``) contained.
 
     Args:
         limits: per-script limits.
     """
 
+    server_module = "lynn.envs.evmquest.sandbox"
+    server_name = "sandbox fork server"
+
     def __init__(self, limits: SandboxLimits | None = None) -> None:
-        self.limits = limits or SandboxLimits()
-        self._control, child_end = socket.socketpair()
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "lynn.envs.evmquest.sandbox", str(child_end.fileno())],
-            pass_fds=[child_end.fileno()],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            env={k: v for k, v in os.environ.items() if k in ("PATH", "PYTHONPATH", "LANG", "HOME")},
-        )
-        child_end.close()
-        self._finalizer = weakref.finalize(self, _shutdown_server, self.process, self._control)
-        try:
-            ready, _ = _recv_msg(self._control)
-        except EOFError:
-            err = self.process.stderr.read().decode(errors="replace") if self.process.stderr else ""
-            self.close()
-            raise RuntimeError(f"sandbox fork server failed to start: {err[-800:]}") from None
-        self.isolation: dict[str, Any] = ready.get("isolation", {})
-
-    @property
-    def pid(self) -> int:
-        return self.process.pid
-
-    def run(
-        self,
-        source: str,
-        agent_address: str,
-        contracts: dict[str, str],
-        handle_rpc: Callable[[str, list[Any]], Any],
-    ) -> ScriptResult:
-        """Run ``source`` in a fresh contained child and return its result.
-
-        Args:
-            source: Python source defining ``execute_skill(w3, agent_address, contracts)``.
-            agent_address: passed to the script.
-            contracts: display name -> address, passed to the script.
-            handle_rpc: answers one whitelisted JSON-RPC call (wire params, wire result); it may
-                raise ``PermissionError`` (recorded as a violation) or any error (sent back).
-        """
-        start = time.monotonic()
-        if self.process.poll() is not None:
-            return ScriptResult(ok=False, error="sandbox fork server is not running")
-        mine, theirs = socket.socketpair()
-        try:
-            _send_msg(
-                self._control,
-                {
-                    "source": source,
-                    "agent_address": agent_address,
-                    "contracts": contracts,
-                    "limits": self.limits.__dict__,
-                },
-                fds=[theirs.fileno()],
-            )
-        finally:
-            theirs.close()
-        started, _ = _recv_msg(self._control)
-        pid = int(started["pid"])
-        result = self._serve(mine, pid, start, handle_rpc)
-        mine.close()
-        exit_msg, _ = _recv_msg(self._control)
-        status = exit_msg.get("status", "")
-        if not result.ok and result.error is None:
-            result.error = f"script process ended without a result ({status})"
-        result.wall_s = time.monotonic() - start
-        return result
-
-    def _serve(
-        self, sock: socket.socket, pid: int, start: float, handle_rpc: Callable[[str, list[Any]], Any]
-    ) -> ScriptResult:
-        result = ScriptResult(ok=False)
-        buf = b""
-        deadline = start + self.limits.wall_s
-        while True:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                _kill(pid)
-                result.error = (
-                    f"script exceeded the wall-clock limit of {self.limits.wall_s:g} s and was killed"
-                )
-                return result
-            readable, _, _ = select.select([sock], [], [], remaining)
-            if not readable:
-                continue
-            try:
-                chunk = sock.recv(65536)
-            except OSError:
-                chunk = b""
-            if not chunk:
-                return result  # child died; the exit status says why
-            buf += chunk
-            if len(buf) > MAX_MESSAGE and b"\n" not in buf:
-                _kill(pid)
-                result.error = (
-                    f"script sent a message larger than {MAX_MESSAGE} bytes (result or RPC request too large)"
-                )
-                return result
-            while b"\n" in buf:
-                line, buf = buf.split(b"\n", 1)
-                try:
-                    msg = json.loads(line)
-                except ValueError:
-                    _kill(pid)
-                    result.error = "script sent malformed data on the RPC channel"
-                    return result
-                if not isinstance(msg, dict):
-                    _kill(pid)
-                    result.error = "script sent malformed data on the RPC channel"
-                    return result
-                if msg.get("type") == "result":
-                    result.ok = bool(msg.get("ok"))
-                    result.value = msg.get("value")
-                    result.error = None if result.ok else str(msg.get("error", "script failed"))[:4000]
-                    result.stdout = str(msg.get("stdout", ""))[:4000]
-                    return result
-                reply = self._answer(msg, result, handle_rpc)
-                try:
-                    sock.sendall(json.dumps(reply).encode() + b"\n")
-                except OSError:
-                    return result
-
-    def _answer(
-        self, msg: dict[str, Any], result: ScriptResult, handle_rpc: Callable[[str, list[Any]], Any]
-    ) -> dict[str, Any]:
-        req_id = msg.get("id")
-        method = msg.get("method")
-        params = msg.get("params") or []
-        result.rpc_calls += 1
-        if result.rpc_calls > MAX_RPC_CALLS:
-            return _rpc_error(req_id, -32005, f"RPC call limit of {MAX_RPC_CALLS} per script exceeded")
-        if not isinstance(method, str) or not isinstance(params, list):
-            return _rpc_error(req_id, -32600, "invalid request")
-        if method not in READ_METHODS and method != SIGN_METHOD:
-            result.violations.append(method)
-            return _rpc_error(
-                req_id, -32601, f"method {method} is not allowed by the EVMQuest read-only proxy"
-            )
-        try:
-            return {"jsonrpc": "2.0", "id": req_id, "result": handle_rpc(method, params)}
-        except PermissionError as exc:
-            result.violations.append(f"{method}: {exc}")
-            return _rpc_error(req_id, -32601, str(exc))
-        except Exception as exc:
-            return _rpc_error(req_id, -32000, str(exc)[:1000] or type(exc).__name__)
-
-    def close(self) -> None:
-        """Stop the fork server (idempotent)."""
-        self._finalizer()
-
-    def __enter__(self) -> Sandbox:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-def _rpc_error(req_id: Any, code: int, message: str) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": req_id, "error": {"code": code, "message": message}}
-
-
-def _kill(pid: int) -> None:
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _shutdown_server(process: subprocess.Popen[bytes], control: socket.socket) -> None:
-    try:
-        control.close()
-    except OSError:
-        pass
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=5)
-    if process.stderr is not None:
-        process.stderr.close()
+        super().__init__(limits)
 
 
 # ----------------------------------------------------------------------------- server side
-def _libc_mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None) -> None:
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.mount.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p]
-    enc = [None if v is None else v.encode() for v in (source, target, fstype, data)]
-    if libc.mount(enc[0], enc[1], enc[2], flags, enc[3]) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err))
-
-
-def _libc_unshare(flags: int) -> None:
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.unshare(flags) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, os.strerror(err))
-
-
-MS_NOSUID = 0x2
-MS_NODEV = 0x4
-MS_NOEXEC = 0x8
-MS_REC = 0x4000
-MS_PRIVATE = 0x40000
-CLONE_NEWNS = 0x00020000
-CLONE_NEWUSER = 0x10000000
-CLONE_NEWNET = 0x40000000
-CLONE_THREAD = 0x00010000
-
-
-def _seccomp_filter() -> Any:
-    import errno
-
-    import pyseccomp as sc
-
-    f = sc.SyscallFilter(sc.ALLOW)
-    deny = sc.ERRNO(errno.EPERM)
-    for name in (
-        "socket",
-        "socketpair",
-        "execve",
-        "execveat",
-        "fork",
-        "vfork",
-        "ptrace",
-        "unshare",
-        "setns",
-        "mount",
-        "umount2",
-        "chroot",
-        "pivot_root",
-        "bpf",
-        "perf_event_open",
-        "keyctl",
-        "add_key",
-        "request_key",
-        "process_vm_readv",
-        "process_vm_writev",
-        "kexec_load",
-        "init_module",
-        "finit_module",
-    ):
-        f.add_rule(deny, name)
-    # New processes only: threads (CLONE_THREAD) stay allowed.
-    f.add_rule(deny, "clone", sc.Arg(0, sc.MASKED_EQ, CLONE_THREAD, 0))
-    # clone3 hides its flags in memory seccomp cannot read; ENOSYS makes glibc fall back to clone.
-    f.add_rule(sc.ERRNO(errno.ENOSYS), "clone3")
-    return f
-
-
 class _ProxyProvider:
     """Newline-delimited JSON-RPC over the inherited socket (the only way out of the child)."""
 
@@ -474,18 +148,14 @@ def _run_child(sock: socket.socket, job: dict[str, Any], scratch: str) -> None:
         os.closerange(keep + 1, 65536)
         os.environ.clear()
         isolation = []
-        is_root = os.geteuid() == 0
         try:
-            _libc_unshare((0 if is_root else CLONE_NEWUSER) | CLONE_NEWNS | CLONE_NEWNET)
+            enter_namespaces()
             isolation.append("netns")
         except OSError as exc:
             raise RuntimeError(f"sandbox: cannot enter network and mount namespaces ({exc})") from None
         # The scratch dir becomes a small private tmpfs: writes cannot fill the machine's disk.
         try:
-            _libc_mount(None, "/", None, MS_REC | MS_PRIVATE, None)
-            owner = f",uid={NOBODY},gid={NOBODY}" if is_root else ""
-            options = f"size={limits['scratch_bytes']},nr_inodes=256,mode=0700{owner}"
-            _libc_mount("tmpfs", scratch, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, options)
+            mount_scratch(scratch, limits, mode="0700")
             isolation.append("tmpfs")
         except OSError as exc:
             raise RuntimeError(f"sandbox: cannot mount the scratch tmpfs ({exc})") from None
@@ -494,15 +164,8 @@ def _run_child(sock: socket.socket, job: dict[str, Any], scratch: str) -> None:
         os.chroot(scratch)
         os.chdir("/")
         isolation.append("chroot")
-        resource.setrlimit(resource.RLIMIT_CPU, (limits["cpu_s"], limits["cpu_s"] + 1))
-        resource.setrlimit(resource.RLIMIT_AS, (limits["memory_bytes"], limits["memory_bytes"]))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limits["file_bytes"], limits["file_bytes"]))
-        resource.setrlimit(resource.RLIMIT_NOFILE, (limits["open_files"], limits["open_files"]))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        if is_root:
-            os.setgroups([])
-            os.setgid(NOBODY)
-            os.setuid(NOBODY)
+        set_rlimits(limits, memory=(resource.RLIMIT_AS, limits["memory_bytes"]))
+        if drop_to_nobody():
             isolation.append("uid65534")
         # Threads count as processes of uid 65534: allow a few; new processes are refused by seccomp.
         resource.setrlimit(resource.RLIMIT_NPROC, (64, 64))
@@ -661,54 +324,20 @@ _SECCOMP: Any = None
 
 def serve(control_fd: int) -> None:
     """Fork-server main loop: one job at a time, one forked child per job."""
-    import tempfile
-
     global _SECCOMP
     control = socket.socket(fileno=control_fd)
     _warm_up()
     isolation: dict[str, Any] = {"root": os.geteuid() == 0}
     try:
-        _SECCOMP = _seccomp_filter()
+        _SECCOMP = seccomp_filter()
         isolation["seccomp"] = True
     except Exception as exc:  # reported at start; every child then refuses to run scripts
         isolation["seccomp"] = False
         isolation["seccomp_error"] = str(exc)
     import ctypes  # noqa: F401  (loaded now so the child needs no disk for it)
 
-    _send_msg(control, {"ready": True, "isolation": isolation})
-    base = tempfile.mkdtemp(prefix="lynn-evmquest-sandbox-")
-    try:
-        while True:
-            try:
-                job, fds = _recv_msg(control, with_fds=True)
-            except (EOFError, OSError):
-                return
-            sock = socket.socket(fileno=fds[0])
-            scratch = tempfile.mkdtemp(dir=base)
-            pid = os.fork()
-            if pid == 0:
-                control.close()
-                _run_child(sock, job, scratch)
-            sock.close()
-            _send_msg(control, {"pid": pid})
-            _, status = os.waitpid(pid, 0)
-            if os.WIFSIGNALED(status):
-                sig = os.WTERMSIG(status)
-                text = f"killed by {signal.Signals(sig).name}"
-                if sig == signal.SIGXCPU:
-                    text += " (CPU time limit)"
-            else:
-                text = f"exit code {os.WEXITSTATUS(status)}"
-            _remove_tree(scratch)
-            _send_msg(control, {"status": text})
-    finally:
-        _remove_tree(base)
-
-
-def _remove_tree(path: str) -> None:
-    import shutil
-
-    shutil.rmtree(path, ignore_errors=True)
+    send_msg(control, {"ready": True, "isolation": isolation})
+    serve_jobs(control, _run_child, prefix="lynn-evmquest-sandbox-")
 
 
 if __name__ == "__main__":
