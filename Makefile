@@ -58,9 +58,12 @@ mutate: venv
 	$(BIN)/pip install -q --disable-pip-version-check -e '.[mutate]' $(QUIET)
 	nice $(BIN)/python scripts/mutate.py $(MODULES)
 
+# Type checker: mypy (pure pip, no node download), config in pyproject.toml [tool.mypy]; on the packages
+# whose records and APIs other rooms depend on (issue 28 item 4).
 lint: venv
 	$(BIN)/ruff check lynn tests benchmarks examples
 	$(BIN)/ruff format --check lynn tests benchmarks examples
+	$(BIN)/mypy lynn/eval lynn/wrappers lynn/lm lynn/records.py
 
 clean:
 	rm -rf $(VENV) node_modules $(RESULTS)

@@ -17,8 +17,8 @@ The fourth, the chat demonstration of ``demos.jsonl``, is the dataclass :class:`
 A leaf module (standard library only): every layer may import it.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: on Python 3.11 a TypedDict whose annotations are strings
+# cannot tell ``NotRequired`` keys at run time (``__required_keys__`` would list every key).
 from typing import Any, NotRequired, TypedDict
 
 __all__ = ["EpisodeRecord", "RolloutCompletion", "RolloutGroup", "TextObs", "Transition"]

@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import abc
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
 
 Prompt = str | list[dict[str, str]]
 
@@ -146,7 +149,8 @@ class TransformersGenerator(Generator):
             if tokenizer is None:
                 raise ValueError("pass the tokenizer with a model object")
             self.model, self.tokenizer, self.path = model, tokenizer, getattr(model, "name_or_path", "")
-        self.model.to(device).eval()
+        # transformers types PreTrainedModel.to through a decorator that loses ``self``: the stub is wrong.
+        self.model.to(device).eval()  # type: ignore[arg-type]
         self.device = device
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
@@ -168,7 +172,7 @@ class TransformersGenerator(Generator):
                     "drafter='draft' needs draft=PATH (train one with `lynn train lm --role draft`)"
                 )
             if isinstance(draft, str | Path):
-                self.draft_model = AutoModelForCausalLM.from_pretrained(draft).to(device).eval()
+                self.draft_model = AutoModelForCausalLM.from_pretrained(draft).to(device).eval()  # type: ignore[arg-type]  # as above
             else:
                 self.draft_model = draft
             if self.draft_model.config.vocab_size != self.model.config.vocab_size:
@@ -195,6 +199,8 @@ class TransformersGenerator(Generator):
         from lynn.lm import speculative as sd
 
         if self.drafter_name == "draft":
+            if self.draft_model is None:
+                raise ValueError("drafter='draft' needs a draft model (draft=PATH)")
             return sd.DraftModelDrafter(self.draft_model)
         return sd.PromptLookupDrafter()
 
@@ -210,11 +216,12 @@ class TransformersGenerator(Generator):
     ) -> list[Generation]:
         ids = [self.encode(p) for p in prompts]
         out: list[Generation] = []
-        chunks = range(0, len(ids), batch_size)
+        starts = range(0, len(ids), batch_size)
+        chunks: Iterable[int] = starts
         if progress:
             from rich.progress import track
 
-            chunks = track(chunks, description="generating", total=len(chunks))
+            chunks = track(starts, description="generating", total=len(starts))
         for start in chunks:
             batch = ids[start : start + batch_size]
             if self.speculative:
@@ -228,8 +235,9 @@ class TransformersGenerator(Generator):
                     if t in self.eos_ids:
                         toks, hit_eos = toks[:j], True
                         break
-                text = self.tokenizer.decode(toks, skip_special_tokens=True)
-                text, hit_stop = cut_at_stop(text, stop)
+                decoded = self.tokenizer.decode(toks, skip_special_tokens=True)
+                assert isinstance(decoded, str)  # one sequence decodes to one string
+                text, hit_stop = cut_at_stop(decoded, stop)
                 finish = "stop" if (hit_eos or hit_stop) else "length"
                 out.append(Generation(text, len(prompt_ids), len(toks) + hit_eos, finish, stats))
         return out
@@ -269,6 +277,7 @@ class TransformersGenerator(Generator):
     ) -> tuple[list[list[int]], dict[str, Any]]:
         from lynn.lm import speculative as sd
 
+        assert self.speculative is not None  # generate() calls this only with a rule
         cfg = sd.SpecConfig(rule=self.speculative, **self.spec_kwargs)
         new, stats = sd.speculative_generate(
             self.model,
@@ -340,7 +349,9 @@ class OpenAIGenerator(Generator):
             r = self.client.completions.create(prompt=prompt, **common)
             text, finish = r.choices[0].text or "", r.choices[0].finish_reason or "stop"
         else:
-            r = self.client.chat.completions.create(messages=list(prompt), **common)
+            # Our chat messages are plain {"role", "content"} dicts, which openai's message TypedDicts describe.
+            messages = cast("list[ChatCompletionMessageParam]", list(prompt))
+            r = self.client.chat.completions.create(messages=messages, **common)
             text, finish = r.choices[0].message.content or "", r.choices[0].finish_reason or "stop"
         text, hit = cut_at_stop(text, stop)  # client-side: not every server honours `stop`
         usage = getattr(r, "usage", None)

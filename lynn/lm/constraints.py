@@ -179,7 +179,7 @@ class LiteralRow(RowConstraint):
     def __init__(
         self, parent: LiteralCopyConstraint, literals: frozenset[str], numbers: frozenset[str]
     ) -> None:
-        super().__init__(parent, literals)  # type: ignore[arg-type]
+        super().__init__(parent, literals)
         self.numbers = numbers
         self.num_prefixes = {n[:i] for n in numbers for i in range(1, len(n) + 1)}
 

@@ -89,7 +89,8 @@ def unmask(text: str, slots: dict[str, str]) -> str:
 
 def mask_messages(messages: list[dict[str, str]]) -> tuple[list[dict[str, str]], dict[str, str]]:
     """A chat (system, user[, assistant]) with the user turn masked and, if present, the reply too."""
-    out, slots = [], {}
+    out: list[dict[str, str]] = []
+    slots: dict[str, str] = {}
     for m in messages:
         if m["role"] == "user":
             content, slots = mask_prompt(m["content"])

@@ -329,7 +329,8 @@ class RaggedCache:
         longest = max((len(c) for c in self.cols), default=0)
         if self.width < 64 or self.width <= 2 * longest:
             return
-        if not all(type(layer) is DynamicLayer for layer in self.cache.layers):
+        layers = [layer for layer in self.cache.layers if type(layer) is DynamicLayer]
+        if len(layers) != len(self.cache.layers):
             return  # sliding-window/linear layers keep other state: leave them alone
         B = len(self.cols)
         idx = torch.zeros((B, longest), dtype=torch.long)
@@ -338,14 +339,15 @@ class RaggedCache:
                 idx[i, : len(c)] = torch.tensor(c)
                 idx[i, len(c) :] = c[-1]  # duplicates of a valid column, masked below
         idx = idx.to(self.device)
-        for layer in self.cache.layers:
-            if not layer.is_initialized or layer.keys.numel() == 0:
+        for layer in layers:
+            keys, values = layer.keys, layer.values
+            if not layer.is_initialized or keys is None or values is None or keys.numel() == 0:
                 continue
-            _, H, _, D = layer.keys.shape
+            _, H, _, D = keys.shape
             g = idx[:, None, :, None].expand(B, H, longest, D)
-            layer.keys = layer.keys.gather(2, g)
-            g = idx[:, None, :, None].expand(B, H, longest, layer.values.shape[-1])
-            layer.values = layer.values.gather(2, g)
+            layer.keys = keys.gather(2, g)
+            g = idx[:, None, :, None].expand(B, H, longest, values.shape[-1])
+            layer.values = values.gather(2, g)
         mask = torch.zeros((B, longest), dtype=torch.bool, device=self.device)
         for i, c in enumerate(self.cols):
             mask[i, : len(c)] = True
@@ -616,26 +618,26 @@ def _next_token(p_or_z: torch.Tensor, v: _Verify) -> int:
     return int(p_or_z.argmax().item())
 
 
-def _strict_step(v: _Verify, j: int, p: torch.Tensor | None) -> tuple[bool, int | None]:
-    """Strict test of draft token j: (accepted, correction token if rejected)."""
+def _strict_step(v: _Verify, j: int, p: torch.Tensor | None) -> tuple[bool, int]:
+    """Strict test of draft token j: (accepted, the token emitted: ``d`` if accepted, else the correction)."""
     import torch
 
     d = v.draft[j]
     if v.temperature <= 0:
         top = int(v.logits[j].argmax().item())
-        return (True, None) if d == top else (False, top)
+        return (True, d) if d == top else (False, top)
     assert p is not None
     pd = float(p[d])
     if v.q is None:  # point mass: accept with p(d); residual = p without d
         if _uniform(v.gen) < pd:
-            return True, None
+            return True, d
         res = p.clone()
         res[d] = 0.0
     else:
         qd = float(v.q[j, d])
         # A drafter that proposes a token it gave q = 0 has ratio p/q = inf: accept iff p allows it.
         if (pd > 0.0 and qd <= 0.0) or (qd > 0.0 and _uniform(v.gen) < min(1.0, pd / qd)):
-            return True, None
+            return True, d
         res = torch.clamp(p - v.q[j], min=0.0)
     s = float(res.sum())
     return False, _sample(res / s if s > 0 else p, v.gen)
@@ -900,15 +902,15 @@ def _run(
                 if rows_c is not None:
                     z = torch.stack([masked(z[ci], r, outs[r]) for ci, r in enumerate(active)])
                 if temperature > 0:
-                    nxt = (
+                    nxts = (
                         torch.multinomial(_probs(z, temperature, top_p), 1, generator=gen)
                         .squeeze(-1)
                         .tolist()
                     )
                 else:
-                    nxt = z.argmax(-1).tolist()
+                    nxts = z.argmax(-1).tolist()
                 for ci, r in enumerate(active):
-                    outs[r].append(nxt[ci])
+                    outs[r].append(nxts[ci])
                 prune()
                 continue
             # Never draft past max_new_tokens (the target adds one token of its own per step).

@@ -94,7 +94,7 @@ class TrainConfig:
     data: str
     out: str
     size: str = field(default="small", metadata={"help": f"model preset: {' | '.join(SIZES)}"})
-    role: str = "target"
+    role: str = field(default="target", metadata={"choices": ("target", "draft")})
     teacher: str | None = None
     base: str | None = None
     epochs: float = 3.0
@@ -479,13 +479,13 @@ def train_lm(cfg: TrainConfig, reply_transform: Any = None) -> dict[str, Any]:
         tokenizer = train_tokenizer(chat_texts(demos), vocab_size=cfg.vocab_size or preset["vocab"])
     tokenizer.padding_side = "left"
     tokenizer.save_pretrained(str(out))  # a run cut short resumes with this very vocabulary
-    if cfg.role == "draft":
+    if cfg.role == "draft" and cfg.teacher:  # (a draft without a teacher was refused above)
         demos = _distill_replies(cfg.teacher, demos, context, cfg.progress)
 
     examples, dropped = [], 0
     for d in demos:
         msgs = _fit(tokenizer, d, context)
-        ex = encode_example(tokenizer, msgs, context)
+        ex: dict[str, Any] | None = encode_example(tokenizer, msgs, context)  # + choices, nll below
         if ex is None:
             dropped += 1
         else:
@@ -515,7 +515,7 @@ def train_lm(cfg: TrainConfig, reply_transform: Any = None) -> dict[str, Any]:
     steps_per_epoch = math.ceil(len(examples) / cfg.batch_size)
     planned_steps = int(cfg.steps) if cfg.steps else max(1, math.ceil(steps_per_epoch * cfg.epochs))
     warmup = max(1, int(0.05 * planned_steps))
-    capped = {"at": None}
+    capped: dict[str, int | None] = {"at": None}
 
     class _Cap(TrainerCallback):
         """Stops the run (with a checkpoint) once ``max_minutes`` of training time are spent. The schedule is

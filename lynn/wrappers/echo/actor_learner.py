@@ -62,11 +62,12 @@ import time
 import traceback
 import weakref
 from collections.abc import Callable, Iterable
-from multiprocessing.connection import Connection, wait
+from multiprocessing.connection import Connection
 from typing import Any, Protocol
 
 from lynn.raytools import ray_init
 from lynn.wrappers.echo.core import Coordinator, EchoStats, Rollout
+from lynn.wrappers.echo.pipes import wait_pipes
 
 __all__ = ["BACKENDS", "BROADCASTS", "ActorLearner", "LearnerProtocol", "WorkerProtocol"]
 
@@ -372,7 +373,7 @@ class LocalPool:
 
     def _start(self, i: int) -> None:
         parent, child = self._ctx.Pipe()
-        proc = self._ctx.Process(
+        proc = self._ctx.Process(  # type: ignore[attr-defined]  # typeshed's BaseContext lacks Process; every real context has it
             target=_local_worker,
             args=(i, self._factory, child, self._addresses, self.bcast_timeout),
             daemon=True,
@@ -433,17 +434,17 @@ class LocalPool:
         self._held[worker] = key
 
     def poll(self, timeout: float) -> list[Event]:
-        pipes = {self._pipes[i]: i for i in self._busy if self._pipes[i] is not None}
+        pipes = {pipe: i for i in self._busy if (pipe := self._pipes[i]) is not None}
         if not pipes:
             time.sleep(timeout)
             return []
         events: list[Event] = []
-        for conn in wait(list(pipes), timeout=timeout):
-            i = pipes[conn]  # type: ignore[index]
+        for conn in wait_pipes(pipes, timeout):
+            i = pipes[conn]
             self._busy.discard(i)
             version = self._asked.pop(i, -1)
             try:
-                rollout_id, waited, data = conn.recv()  # type: ignore[union-attr]
+                rollout_id, waited, data = conn.recv()
             except (EOFError, OSError):
                 code = self._procs[i].exitcode if self._procs[i] is not None else None
                 events.append(("lost", i, f"worker process exited (code {code})"))
@@ -814,8 +815,7 @@ class ActorLearner:
                                     # there), so it is not checked; a learner that keeps S + 2
                                     # snapshots cannot score it and would call it malformed.
                                     stale = coord.t - version > coord.S
-                                    check = validate is not None and not stale
-                                    reason = validate(data) if check else None
+                                    reason = validate(data) if validate is not None and not stale else None
                                     if reason:
                                         coord.refuse(w)
                                         msg = f"refused malformed rollout {rid} from worker {w} (version {version}): {reason}"
@@ -875,7 +875,7 @@ class ActorLearner:
                         coord.published(coord.t)
                 else:
                     busy += time.perf_counter() - t0
-                record = dict(metrics or {})
+                record: dict[str, Any] = dict(metrics or {})
                 record.update(
                     step=coord.t,
                     max_staleness=max(coord.t - 1 - r.version for r in batch),

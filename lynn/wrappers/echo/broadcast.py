@@ -155,7 +155,8 @@ class RayBroadcast:
             raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}")
         ray = self._ray
         chunks = [payload[i : i + self.chunk_bytes] for i in range(0, len(payload), self.chunk_bytes)]
-        actors = [self._cls.remote(self.bandwidth, len(chunks)) for _ in range(self.n)]
+        # Any: Ray's stubs type an actor's methods as plain callables (``.remote`` is added at run time).
+        actors: list[Any] = [self._cls.remote(self.bandwidth, len(chunks)) for _ in range(self.n)]
         try:
             if strategy == "chain":
                 ray.get([a.set_next.remote(b) for a, b in zip(actors, actors[1:], strict=False)])
@@ -172,7 +173,7 @@ class RayBroadcast:
                 if all(r[0] is not None for r in results):
                     break
                 time.sleep(0.005)
-            return max(r[0] for r in results) - start, [r[1] for r in results]  # type: ignore[type-var]
+            return max(r[0] for r in results) - start, [r[1] for r in results]
         finally:
             for a in actors:
                 ray.kill(a)

@@ -127,7 +127,7 @@ def required_throughput(train_s: float, bcast_s: float, rollouts_per_update: int
 
 
 def freshness_holds(
-    throughput: Sequence[float], train_s: float, bcast_s: float, staleness: int, kappa: int
+    throughput: float | Sequence[float], train_s: float, bcast_s: float, staleness: int, kappa: int
 ) -> bool:
     """Condition (3) for the slowest of the workers with throughputs ``μ_i``."""
     if isinstance(throughput, int | float):
@@ -205,6 +205,8 @@ def _window_utilisation(
         if throughput <= 0:
             return 0.0
         return min(1.0, kappa * train_s / (kappa * rollouts_per_update / throughput + bcast_s))
+    if isinstance(throughput, int | float):
+        raise ValueError("the pessimistic bound (2-) needs the per-worker μ_i (a list), not a total")
     mus = [m for m in throughput if m > 0]
     if not mus:
         return 0.0

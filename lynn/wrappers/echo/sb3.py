@@ -142,7 +142,7 @@ class EchoSB3VecEnv(VecEnv):
         return all(self.venv.apply_on(range(self.num_envs), _has_attr, attr_name))
 
     def get_attr(self, attr_name: str, indices: VecEnvIndices = None) -> list[Any]:
-        return self.venv.call_on(self._get_indices(indices), attr_name)
+        return self.venv.call_on(list(self._get_indices(indices)), attr_name)
 
     def set_attr(self, attr_name: str, value: Any, indices: VecEnvIndices = None) -> None:
         self.venv.set_attr_on(list(self._get_indices(indices)), attr_name, value)
@@ -150,10 +150,10 @@ class EchoSB3VecEnv(VecEnv):
     def env_method(
         self, method_name: str, *method_args: Any, indices: VecEnvIndices = None, **method_kwargs: Any
     ) -> list[Any]:
-        return self.venv.call_on(self._get_indices(indices), method_name, *method_args, **method_kwargs)
+        return self.venv.call_on(list(self._get_indices(indices)), method_name, *method_args, **method_kwargs)
 
     def env_is_wrapped(self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None) -> list[bool]:
-        return self.venv.apply_on(self._get_indices(indices), _is_wrapped, wrapper_class)
+        return self.venv.apply_on(list(self._get_indices(indices)), _is_wrapped, wrapper_class)
 
     @property
     def restarts(self) -> int:

@@ -92,9 +92,9 @@ import time
 import traceback
 import weakref
 from collections.abc import Callable, Sequence
-from multiprocessing.connection import Connection, wait
+from multiprocessing.connection import Connection
 from multiprocessing.reduction import ForkingPickler
-from typing import Any
+from typing import Any, SupportsFloat, cast
 
 import gymnasium as gym
 import numpy as np
@@ -119,6 +119,8 @@ from gymnasium.vector.utils import (
 )
 from gymnasium.vector.vector_env import AutoresetMode
 from gymnasium.wrappers.vector import RecordEpisodeStatistics
+
+from lynn.wrappers.echo.pipes import wait_pipes
 
 __all__ = [
     "EchoRecordEpisodeStatistics",
@@ -192,17 +194,17 @@ def _emit(space: spaces.Space, node: tuple[str, Any], obs: Any, index: int) -> A
         write_to_shared_memory(space, index, obs, data)
         return None
     if kind == "D":
-        return {k: _emit(space[k], child, obs[k], index) for k, child in data.items()}
-    return tuple(_emit(space[j], child, obs[j], index) for j, child in enumerate(data))
+        return {k: _emit(cast(spaces.Dict, space)[k], child, obs[k], index) for k, child in data.items()}
+    return tuple(_emit(cast(spaces.Tuple, space)[j], child, obs[j], index) for j, child in enumerate(data))
 
 
 def _views(space: spaces.Space, node: tuple[str, Any], n: int) -> Any:
     """Parent-side numpy views of the shared arrays (None where a part must be decoded per read)."""
     kind, data = node
     if kind == "D":
-        return {k: _views(space[k], c, n) for k, c in data.items()}
+        return {k: _views(cast(spaces.Dict, space)[k], c, n) for k, c in data.items()}
     if kind == "T":
-        return tuple(_views(space[j], c, n) for j, c in enumerate(data))
+        return tuple(_views(cast(spaces.Tuple, space)[j], c, n) for j, c in enumerate(data))
     if kind == "S":
         view = read_from_shared_memory(space, data, n=n)
         return view if isinstance(view, np.ndarray) else None
@@ -314,6 +316,7 @@ def _worker(
             elif command == "step":
                 t = time.perf_counter()
                 phase, partial = "step", None
+                reward: SupportsFloat
                 try:
                     if autoreset_mode == AutoresetMode.NEXT_STEP and needs_reset:
                         phase = "autoreset"
@@ -426,7 +429,7 @@ def _kill(proc: Any, grace: float) -> None:
 
 def _shutdown(procs: list[Any], pipes: list[Any], grace: float) -> None:
     """Close every worker: ask politely, read whatever is still in flight, kill what is left."""
-    live: dict[Any, int] = {}
+    live: dict[Connection, int] = {}
     for i, pipe in enumerate(pipes):
         if pipe is None:
             continue
@@ -440,9 +443,9 @@ def _shutdown(procs: list[Any], pipes: list[Any], grace: float) -> None:
         left = deadline - time.monotonic()
         if left <= 0:
             break
-        for conn in wait(list(live), timeout=left):
+        for conn in wait_pipes(live, left):
             try:
-                status, payload = conn.recv()  # type: ignore[union-attr]
+                status, payload = conn.recv()
                 if status == "ok" and payload is None:
                     live.pop(conn, None)  # the close ack (a step result has a tuple payload)
             except Exception:
@@ -499,7 +502,7 @@ class EchoVectorEnv(gym.vector.VectorEnv):
         context: str | None = None,
         *,
         copy: bool = True,
-        observation_mode: str = "same",
+        observation_mode: str | tuple[spaces.Space, spaces.Space] = "same",
         autoreset_mode: str | AutoresetMode = AutoresetMode.SAME_STEP,
         on_error: str = "raise",
         max_restarts: int = 100,
@@ -549,6 +552,7 @@ class EchoVectorEnv(gym.vector.VectorEnv):
                 f"observation space, actual got {observation_mode}"
             )
         self.observation_mode = observation_mode
+        batch_and_single = observation_mode if isinstance(observation_mode, tuple) else None
         self.copy = bool(copy)
         self.shared_memory = bool(shared_memory)
         self.record_step_seconds = bool(record_step_seconds)
@@ -558,15 +562,15 @@ class EchoVectorEnv(gym.vector.VectorEnv):
 
         # Spaces come from a throwaway env in this process, as AsyncVectorEnv does.
         probe = self.env_fns[0]()
-        self.single_observation_space = observation_mode[1] if custom else probe.observation_space
+        self.single_observation_space = batch_and_single[1] if batch_and_single else probe.observation_space
         self.single_action_space = probe.action_space
         self.metadata = dict(getattr(probe, "metadata", {}) or {})
         self.metadata["autoreset_mode"] = self.autoreset_mode
         self.render_mode = getattr(probe, "render_mode", None)
         self.spec = getattr(probe, "spec", None)
         probe.close()
-        if custom:  # (batch space, single space), as AsyncVectorEnv takes them
-            self.observation_space = observation_mode[0]
+        if batch_and_single:  # (batch space, single space), as AsyncVectorEnv takes them
+            self.observation_space = batch_and_single[0]
         elif observation_mode == "different":
             self.observation_space = batch_differing_spaces([fn().observation_space for fn in self.env_fns])
         else:
@@ -613,7 +617,7 @@ class EchoVectorEnv(gym.vector.VectorEnv):
     # --- worker management --------------------------------------------------------------------
     def _start_worker(self, i: int) -> None:
         parent, child = self._ctx.Pipe()
-        proc = self._ctx.Process(
+        proc = self._ctx.Process(  # type: ignore[attr-defined]  # typeshed's BaseContext lacks Process; every real context has it
             target=_worker,
             name=f"EchoVectorEnvWorker-{i}",
             args=(
@@ -721,10 +725,15 @@ class EchoVectorEnv(gym.vector.VectorEnv):
         except _Gone as gone:
             raise EchoWorkerError(f"env {i}: {gone}", i) from None
 
-    def _recv_raw(self, i: int, timeout: float | None, what: str) -> tuple[str, Any]:
+    def _pipe(self, i: int) -> Connection:
+        """Worker ``i``'s pipe (raises ``_Gone`` when the worker is not running)."""
         pipe = self._pipes[i]
         if pipe is None:
             raise _Gone(self._dead.get(i, "worker not running"))
+        return pipe
+
+    def _recv_raw(self, i: int, timeout: float | None, what: str) -> tuple[str, Any]:
+        pipe = self._pipe(i)
         try:
             if timeout is not None and not pipe.poll(timeout):
                 raise _Gone(f"timed out after {timeout:g} s in {what}", hung=True)
@@ -878,15 +887,15 @@ class EchoVectorEnv(gym.vector.VectorEnv):
             if timeout is not None:
                 now = time.monotonic()
                 deadlines = {i: max(self._pending[i][1], start) + timeout for i in pool}
-                expired = [i for i in pool if deadlines[i] <= now and not self._pipes[i].poll()]  # type: ignore[union-attr]
+                expired = [i for i in pool if deadlines[i] <= now and not self._pipe(i).poll()]
                 if expired:
                     self._expire(expired, timeout)
                     ready = [i for i in self._ready if only is None or i in only]
                     continue
                 wait_s = max(0.0, min(deadlines.values()) - now)
-            pipes = {self._pipes[i]: i for i in pool}
-            for conn in wait(list(pipes), timeout=wait_s):
-                i = pipes[conn]  # type: ignore[index]
+            pipes = {self._pipe(i): i for i in pool}
+            for conn in wait_pipes(pipes, wait_s):
+                i = pipes[conn]
                 self._ready[i] = self._collect(i)
                 ready.append(i)
         return ready
@@ -942,9 +951,9 @@ class EchoVectorEnv(gym.vector.VectorEnv):
         """Wait for and discard in-flight results (a reset supersedes them); failures only stop workers."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while self._pending:
-            pipes = {self._pipes[i]: i for i in self._pending}
+            pipes = {self._pipe(i): i for i in self._pending}
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            ready = wait(list(pipes), timeout=left)
+            ready = wait_pipes(pipes, left)
             if not ready:  # hung: stop them, reset() starts new workers
                 for i in list(self._pending):
                     self._stop_worker(i)
@@ -952,7 +961,7 @@ class EchoVectorEnv(gym.vector.VectorEnv):
                     del self._pending[i]
                 break
             for conn in ready:
-                i = pipes[conn]  # type: ignore[index]
+                i = pipes[conn]
                 try:
                     status, _ = self._recv_raw(i, None, "drain")
                 except _Gone as gone:
@@ -979,23 +988,26 @@ class EchoVectorEnv(gym.vector.VectorEnv):
         kind, data = node
         if kind == "D":
             return {
-                k: self._assemble_node(space[k], c, view[k], ids, _sub(rems, k), full)
+                k: self._assemble_node(cast(spaces.Dict, space)[k], c, view[k], ids, _sub(rems, k), full)
                 for k, c in data.items()
             }
         if kind == "T":
             return tuple(
-                self._assemble_node(space[j], c, view[j], ids, _sub(rems, j), full)
+                self._assemble_node(cast(spaces.Tuple, space)[j], c, view[j], ids, _sub(rems, j), full)
                 for j, c in enumerate(data)
             )
         if kind == "S":
             if view is None:  # Text/OneOf: decoded on read; OneOf's arrays are views of the buffer
-                decoded = read_from_shared_memory(space, data, n=self.num_envs)
+                # A tuple of rows: the spaces decoded on read (Text, OneOf, custom) are not Dict spaces.
+                decoded = cast(tuple[Any, ...], read_from_shared_memory(space, data, n=self.num_envs))
                 rows = tuple(decoded[i] for i in ids)
                 return copy.deepcopy(rows) if self.copy else rows
             if full:
                 return view.copy() if self.copy else view
             return view[np.asarray(ids, dtype=np.int64)]
-        return concatenate(space, rems, create_empty_array(space, n=len(ids)))
+        # The stub of concatenate takes no None, but a custom space's empty array is None and its
+        # concatenate ignores ``out`` (gymnasium.vector.utils.space_utils._concatenate_custom).
+        return concatenate(space, rems, create_empty_array(space, n=len(ids)))  # type: ignore[arg-type]
 
     def _obs_row(self, i: int) -> Any:
         """Env ``i``'s last delivered observation (shared-memory row + its pickled part)."""
@@ -1343,7 +1355,8 @@ class EchoVectorEnv(gym.vector.VectorEnv):
         """Every env's ``np_random_seed``."""
         return self.get_attr("np_random_seed")
 
-    @property
+    # Per env and read-only, as AsyncVectorEnv's (VectorEnv's own is one generator with a setter).
+    @property  # type: ignore[misc]
     def np_random(self) -> tuple[np.random.Generator, ...]:  # type: ignore[override]
         """Every env's ``np_random``."""
         return self.get_attr("np_random")
@@ -1423,9 +1436,14 @@ class EchoRecordEpisodeStatistics(RecordEpisodeStatistics):
         super().__init__(env, buffer_length=buffer_length, stats_key=stats_key)
         self._awaiting_reset = np.zeros(self.num_envs, dtype=bool)
 
+    @property
+    def _echo(self) -> EchoVectorEnv:
+        """The env underneath, with ``send``/``recv`` (Gymnasium types ``self.env`` as any VectorEnv)."""
+        return cast(EchoVectorEnv, self.env)
+
     def async_reset(self, seed: Any = None, options: dict[str, Any] | None = None) -> None:
         """Start resetting every env and clear the running statistics."""
-        self.env.async_reset(seed=seed, options=options)
+        self._echo.async_reset(seed=seed, options=options)
         self._awaiting_reset = np.ones(self.num_envs, dtype=bool)
         self.episode_start_times = np.full(self.num_envs, time.perf_counter())
         self.episode_returns = np.zeros(self.num_envs)
@@ -1434,13 +1452,13 @@ class EchoRecordEpisodeStatistics(RecordEpisodeStatistics):
 
     def send(self, actions: Any, env_ids: Any = None) -> None:
         """Forwarded to the env."""
-        self.env.send(actions, env_ids)
+        self._echo.send(actions, env_ids)
 
     def recv(
         self, timeout: float | None = None
     ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]:
         """The env's ``recv()`` with episode statistics for the rows that finished an episode."""
-        obs, rewards, terminations, truncations, infos = self.env.recv(timeout=timeout)
+        obs, rewards, terminations, truncations, infos = self._echo.recv(timeout=timeout)
         ids = np.asarray(infos["env_id"], dtype=np.int64)
         # Rows that are reset results (of async_reset, or NEXT_STEP's reset step) are not steps.
         is_reset = self._awaiting_reset[ids].copy()
