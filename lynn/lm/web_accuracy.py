@@ -32,7 +32,7 @@ def step_accuracy(chooser: RankedChooser, steps: Sequence[dict[str, Any]]) -> di
     """Share of ``steps`` on which ``chooser`` picks the expert's reply, overall and per action kind."""
     right: Counter[str] = Counter()
     seen: Counter[str] = Counter()
-    misses = []
+    misses: list[dict[str, Any]] = []
     for st in steps:
         if st["reply"] is None:
             continue

@@ -366,7 +366,7 @@ def recall_at_k(
     ranker: WebRanker, steps: Iterable[dict[str, Any]], ks: Sequence[int] = (5, 10, 15, 20)
 ) -> dict[str, Any]:
     """Share of expert steps whose needed units (:func:`positives`) are all in the ranker's top ``k``."""
-    hits = Counter()
+    hits: Counter[int] = Counter()
     n = 0
     for st in steps:
         page = parse_page(st["axtree"])
