@@ -119,22 +119,31 @@ OPTIONS_CHARS = 120
 
 
 def web_slots(goal: str) -> dict[str, str]:
-    """Slot name -> literal for the goal's literals (:func:`goal_literals`), named ``L1, L2, …`` in the order
-    they occur in the goal (the longer first where two start together), so a template's product is the same
-    slot in every instance. Left out: one-character literals and the goal's first word when it is a single
-    capitalised word (``What``, ``Show``: the template's verb, not a value; so ``1`` is never a slot, and masking
-    it would rename every ``1`` on the page), and the pieces of a quoted literal (``Solid`` of “Solid choice”)."""
+    """Slot name -> literal for the goal's literals (:func:`goal_literals`), named in the order they occur in
+    the goal (the longer first where two start together), numbers ``N1, N2, …`` apart from the rest ``L1, L2,
+    …``, so a template's product is the same slot in every instance. Left out: the goal's first word (``What``, ``Show``, the ``Add`` of ``Add 2``: the
+    template's verb, not a value), one-character literals (``1`` is one token to copy, and masking it would
+    rename every ``1`` on the page), and the pieces of a quoted literal (``Solid`` of “Solid choice”)."""
     lits = []
     first = goal.split(" ", 1)[0].rstrip(",.?")
     quoted = [m.group(1) for m in re.finditer(r"[“\"]([^”\"]+)[”\"]", goal)]
     for lit in goal_literals(goal):
-        if len(lit) < 2 or (lit == first and " " not in lit):
+        if goal.startswith(lit) and lit.startswith(first):  # "Add 2" of "Add 2 of the …": the verb goes
+            lit = lit[len(first) :].strip()
+        if len(lit) < 2 or any(lit == x[2] for x in lits):
             continue
         if lit not in quoted and any(lit in qt for qt in quoted):  # "Solid" of “Solid choice”
             continue
         at = goal.find(lit)
         lits.append((at if at >= 0 else len(goal), -len(lit), lit))
-    return {f"L{i}": lit for i, (_, _, lit) in enumerate(sorted(lits), 1)}
+    out: dict[str, str] = {}
+    counts = {"L": 0, "N": 0}
+    for _, _, lit in sorted(lits):
+        # Numbers apart from names: "Add 12 of the X" and "Add 2 of the X" (2 is no slot) both name X "L1".
+        kind = "N" if re.fullmatch(r"\$?\d[\d.,]*", lit) else "L"
+        counts[kind] += 1
+        out[f"{kind}{counts[kind]}"] = lit
+    return out
 
 
 def _slot_pattern(slots: dict[str, str]) -> re.Pattern[str] | None:
