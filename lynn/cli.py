@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from lynn.config_flags import add_config_flags, config_from_args
+from lynn.config_flags import FlagError, add_config_flags, config_from_args
 from lynn.errors import UsageError
 
 __all__ = ["COMMANDS", "UsageError", "build_parser", "config_from_args", "main"]
@@ -77,24 +77,7 @@ def cmd_tasks(args: argparse.Namespace) -> int:
 def cmd_eval(args: argparse.Namespace) -> int:
     from lynn.eval.runner import EvalConfig, evaluate
 
-    cfg = EvalConfig(
-        env_id=args.env_id,
-        agent=args.agent,
-        episodes=args.episodes,
-        seed=args.seed,
-        workers=args.workers,
-        out=args.out,
-        split=args.split,
-        tasks=args.tasks.split(",") if args.tasks else None,
-        env_kwargs=_parse_kv(args.env_arg, "--env-arg"),
-        agent_kwargs=_parse_kv(args.agent_arg, "--agent-arg"),
-        max_steps=args.max_steps,
-        progress=not args.no_progress,
-        backend=args.backend,
-        address=args.address,
-        label=args.label,
-        fresh=args.fresh,
-    )
+    cfg = config_from_args(EvalConfig, args)
     summary = evaluate(cfg)
     if args.json:
         print(json.dumps(summary, sort_keys=True))
@@ -162,29 +145,13 @@ def cmd_suite(args: argparse.Namespace) -> int:
 
 # --- collect / train (LM data and models) -------------------------------------------------------
 def cmd_collect(args: argparse.Namespace) -> int:
-    from lynn.eval.collect import CollectConfig, collect, parse_seeds
+    from lynn.eval.collect import CollectConfig, collect
 
     if args.epsilon is not None and not 0 <= args.epsilon <= 1:
         raise UsageError("--epsilon must be in [0, 1]")
-    agent_kwargs = _parse_kv(args.agent_arg, "--agent-arg")
-    if args.epsilon is not None:
-        agent_kwargs["epsilon"] = args.epsilon
-    cfg = CollectConfig(
-        env_id=args.env_id,
-        agent=args.agent,
-        out=args.out,
-        split=args.split,
-        seeds=parse_seeds(args.seeds) if args.seeds else None,
-        episodes=args.episodes,
-        seed=args.seed,
-        tasks=args.tasks.split(",") if args.tasks else None,
-        limit=args.limit,
-        max_steps=args.max_steps,
-        agent_kwargs=agent_kwargs,
-        env_kwargs=_parse_kv(args.env_arg, "--env-arg"),
-        instance_split=None if args.instance_split == "any" else args.instance_split,
-        progress=not args.no_progress,
-    )
+    cfg = config_from_args(CollectConfig, args)
+    if args.epsilon is not None:  # a shortcut for --agent-arg epsilon=X
+        cfg.agent_kwargs = {**cfg.agent_kwargs, "epsilon": args.epsilon}
     r = collect(cfg)
     where = ", ".join(p for p in (r["demos_path"], r["transitions_path"]) if p)
     print(
@@ -382,31 +349,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--env-arg", action="append", metavar="KEY=VALUE")
     p.set_defaults(func=cmd_tasks)
 
+    from lynn.eval.collect import CollectConfig  # light: the commands import what they run
+    from lynn.eval.runner import EvalConfig
+
     p = sub.add_parser("eval", help="evaluate an agent on an env (resumable)")
-    p.add_argument("env_id")
-    p.add_argument("--agent", default="random")
-    p.add_argument(
-        "--label",
-        help="leaderboard row name for this variant (default: the agent name), e.g. lm-grpo; names the run folder",
-    )
-    p.add_argument(
-        "--episodes", type=int, help="episodes (default 10), or per task with --split/--tasks (default 1)"
-    )
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--workers", type=int, default=1)
-    p.add_argument("--out", default="results")
-    p.add_argument("--split", help="evaluate over the env's tasks of this split")
-    p.add_argument("--tasks", help="comma-separated task ids")
-    p.add_argument("--env-arg", action="append", metavar="KEY=VALUE", help="gym.make kwarg (JSON value)")
-    p.add_argument("--agent-arg", action="append", metavar="KEY=VALUE", help="agent kwarg (JSON value)")
-    p.add_argument("--max-steps", type=int)
-    p.add_argument(
-        "--fresh", action="store_true", help="start over: remove this run's earlier episodes first"
-    )
+    add_config_flags(p, EvalConfig)
     p.add_argument("--json", action="store_true", help="print the summary as one JSON object")
-    p.add_argument("--no-progress", action="store_true")
-    p.add_argument("--backend", choices=("local", "ray"), default="local", help="ray: episodes on Ray actors")
-    p.add_argument("--address", help="Ray cluster to join, HOST:PORT (with --backend ray)")
     p.set_defaults(func=cmd_eval)
 
     from lynn.suite.run import SuiteConfig  # light: the job's imports run in the command
@@ -423,28 +371,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_leaderboard)
 
     c = sub.add_parser("collect", help="record demonstrations (chat JSONL) and, for LiveWeb, transitions")
-    c.add_argument("env_id")
+    add_config_flags(c, CollectConfig)
     c.add_argument(
-        "--agent", default=None, help="default: oracle (EVMQuest), expert (LiveWeb); or lm, module:Class"
+        "--epsilon", type=float, default=None, help="exploration rate passed to the agent (an agent kwarg)"
     )
-    c.add_argument("--epsilon", type=float, default=None, help="exploration rate passed to the agent")
-    c.add_argument("--agent-arg", action="append", metavar="KEY=VALUE", help="agent kwarg (JSON value)")
-    c.add_argument("--env-arg", action="append", metavar="KEY=VALUE", help="gym.make kwarg (JSON value)")
-    c.add_argument("--out", default="data")
-    c.add_argument("--split", help="task list: EVMQuest atomic|composite|all, LiveWeb train|test")
-    c.add_argument("--seeds", help="reset seeds per task, A:B or a,b,c (EVMQuest train instances: >= 100000)")
-    c.add_argument("--episodes", type=int, default=1, help="episodes per task when --seeds is not given")
-    c.add_argument("--seed", type=int, default=None, help="first seed when --seeds is not given")
-    c.add_argument(
-        "--instance-split",
-        choices=("train", "test", "any"),
-        default="train",
-        help="EVMQuest: refuse seeds outside this instance split (default train)",
-    )
-    c.add_argument("--tasks", help="comma-separated task ids (default: the whole split)")
-    c.add_argument("--limit", type=int, help="stop after this many tasks")
-    c.add_argument("--max-steps", type=int, default=30)
-    c.add_argument("--no-progress", action="store_true")
     c.set_defaults(func=cmd_collect)
 
     from lynn.agents.llm.grpo_config import GRPOTrainConfig  # light, like every config module
@@ -506,7 +436,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     from lynn.eval.runner import EvalError
 
     parser = build_parser()
-    args, extra = parser.parse_known_args(argv)
+    try:
+        args, extra = parser.parse_known_args(argv)
+    except FlagError as exc:  # a flag's value the config cannot take: one line, like the errors below
+        print(f"lynn: error: {exc}", file=sys.stderr)
+        return 2
     if getattr(args, "takes_extra_argv", False):  # `lynn bench NAME`: the benchmark parses its own flags
         args.extra_argv = extra
     elif extra:

@@ -10,12 +10,16 @@ library only), so a config module anywhere in the package may use it.
 
 A field's flag:
 
-* ``--field-name`` (underscores become dashes), plus ``metadata["aliases"]`` (e.g. ``("--groups",)``);
+* ``--field-name`` (underscores become dashes), or ``metadata["flag"]`` (e.g. ``"--env-arg"``), plus
+  ``metadata["aliases"]`` (e.g. ``("--groups",)``); ``metadata["positional"]``: a positional argument;
 * help from ``metadata["help"]``, else the first sentence of the field's entry in the class docstring's
   ``Attributes:`` section (as tyro reads docstrings), with the default appended;
 * ``bool``: ``--name`` / ``--no-name`` (a field already named ``no_*`` gets ``--no-*`` alone);
 * ``list[str|int|float]``: comma-separated and repeatable (``--tasks a,b --tasks c``), replacing the
-  default;
+  default; with ``metadata["nargs"] = "+"`` also space-separated (``--data A B``; ``metadata["metavar"]``
+  names one value);
+* ``dict`` with ``metadata["key_value"]``: repeatable ``KEY=VALUE`` (the value as JSON, else as text);
+* ``metadata["parse"]``: a function from the flag's text to the field's value (e.g. ``"3:6"`` -> a list);
 * ``int``, ``float``, ``str`` (optionally ``| None``): one value of that type; ``metadata["choices"]``
   limits it;
 * anything else (``dict``, ``list[dict]``): one JSON value;
@@ -32,9 +36,14 @@ import types
 import typing
 from typing import Any
 
-__all__ = ["add_config_flags", "config_from_args", "field_flags", "field_help"]
+__all__ = ["FlagError", "add_config_flags", "config_from_args", "field_flags", "field_help"]
 
 _SCALARS = (int, float, str)
+
+
+class FlagError(ValueError):
+    """A flag's value the config cannot take (a ``KEY=VALUE`` without ``=``, a bad range); the CLI
+    prints it as one line, like any other user mistake."""
 
 
 def _unwrap(hint: Any) -> Any:
@@ -102,8 +111,11 @@ def field_help(cls: type) -> dict[str, str]:
 
 
 def field_flags(f: dataclasses.Field[Any]) -> list[str]:
-    """The option strings of field ``f``: ``--field-name`` and its ``metadata["aliases"]``."""
-    return [f"--{f.name.replace('_', '-')}", *f.metadata.get("aliases", ())]
+    """The option strings of field ``f``: ``--field-name`` (or ``metadata["flag"]``) and its
+    ``metadata["aliases"]``; none for a positional field."""
+    if f.metadata.get("positional"):
+        return []
+    return [f.metadata.get("flag") or f"--{f.name.replace('_', '-')}", *f.metadata.get("aliases", ())]
 
 
 class _ListAction(argparse.Action):
@@ -116,8 +128,39 @@ class _ListAction(argparse.Action):
     def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
         current = getattr(namespace, self.dest, None)
         items = [] if current is None or current is self.default else list(current)
-        items += [self.item_type(v.strip()) for v in str(values).split(",") if v.strip()]
+        for text in values if isinstance(values, list) else [values]:
+            items += [self.item_type(v.strip()) for v in str(text).split(",") if v.strip()]
         setattr(namespace, self.dest, items)
+
+
+class _KeyValueAction(argparse.Action):
+    """Repeatable ``KEY=VALUE`` into a dict; the value is JSON when it parses, else the text."""
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
+        current = getattr(namespace, self.dest, None)
+        out = {} if current is None or current is self.default else dict(current)
+        key, sep, raw = str(values).partition("=")
+        if not sep or not key:
+            raise FlagError(f"{option_string} expects KEY=VALUE, got {values!r}")
+        try:
+            out[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            out[key] = raw
+        setattr(namespace, self.dest, out)
+
+
+class _ParseAction(argparse.Action):
+    """The flag's text through the field's ``metadata["parse"]`` (its ValueError becomes a FlagError)."""
+
+    def __init__(self, *args: Any, parse: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.parse = parse
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None) -> None:
+        try:
+            setattr(namespace, self.dest, self.parse(values))
+        except ValueError as exc:
+            raise FlagError(str(exc)) from exc
 
 
 def add_config_flags(
@@ -133,22 +176,38 @@ def add_config_flags(
         default = _default(f)
         required = default is dataclasses.MISSING or bool(f.metadata.get("required"))
         text = helps[f.name].replace("%", "%%")
-        if not required and default not in (None, "", []):
+        if not required and default not in (None, "", [], {}):
             text = f"{text.rstrip('.')} (default: %(default)s)".strip()
-        kw: dict[str, Any] = {"dest": f.name, "help": text or None}
+        kw: dict[str, Any] = {"help": text or None}
+        if not flags:  # positional: argparse names it by its dest and requires it
+            parser.add_argument(f.name, **kw)
+            continue
+        kw["dest"] = f.name
         if required:
             kw["required"] = True
         else:
             kw["default"] = default
         hint = _unwrap(hints[f.name])
-        if hint is bool:
+        if f.metadata.get("parse"):
+            parser.add_argument(*flags, action=_ParseAction, parse=f.metadata["parse"], **kw)
+        elif f.metadata.get("key_value"):
+            parser.add_argument(*flags, action=_KeyValueAction, metavar="KEY=VALUE", **kw)
+        elif hint is bool:
             if f.name.startswith("no_"):
                 parser.add_argument(*flags, action="store_true", **kw)
             else:
                 parser.add_argument(*flags, action=argparse.BooleanOptionalAction, **kw)
         elif typing.get_origin(hint) is list and typing.get_args(hint)[0] in _SCALARS:
             item = typing.get_args(hint)[0]
-            parser.add_argument(*flags, action=_ListAction, item_type=item, metavar="A,B,...", **kw)
+            nargs = f.metadata.get("nargs")
+            parser.add_argument(
+                *flags,
+                action=_ListAction,
+                item_type=item,
+                metavar=f.metadata.get("metavar", "A,B,..."),
+                nargs=nargs,
+                **kw,
+            )
         elif hint in _SCALARS:
             parser.add_argument(*flags, type=hint, choices=f.metadata.get("choices"), **kw)
         else:

@@ -16,6 +16,9 @@ from lynn.agents.dynaweb.config import DynaWebConfig
 from lynn.agents.llm.grpo_config import GRPOTrainConfig
 from lynn.cli import build_parser
 from lynn.config_flags import add_config_flags, config_from_args, field_flags, field_help
+from lynn.envs.worldmodel.train import WorldModelConfig
+from lynn.eval.collect import CollectConfig
+from lynn.eval.runner import EvalConfig
 from lynn.lm.train import SIZES, TrainConfig
 from lynn.suite.run import SuiteConfig
 from tests.conftest import REPO
@@ -26,6 +29,9 @@ CONFIG_COMMANDS: list[tuple[tuple[str, ...], type]] = [
     (("train", "grpo"), GRPOTrainConfig),
     (("train", "dynaweb"), DynaWebConfig),
     (("suite",), SuiteConfig),
+    (("eval",), EvalConfig),
+    (("collect",), CollectConfig),
+    (("train", "world-model"), WorldModelConfig),
 ]
 
 
@@ -50,7 +56,12 @@ def test_every_config_field_is_a_flag_with_the_same_default(words: tuple[str, ..
     for f in dataclasses.fields(cls):
         assert f.name in actions, f"lynn {' '.join(words)} has no flag for {cls.__name__}.{f.name}"
         action = actions[f.name]
-        assert f"--{f.name.replace('_', '-')}" in action.option_strings, (f.name, action.option_strings)
+        if f.metadata.get("positional"):
+            assert action.option_strings == [] and action.required, (f.name, action.option_strings)
+        else:
+            primary = f.metadata.get("flag") or f"--{f.name.replace('_', '-')}"
+            assert primary in action.option_strings, (f.name, action.option_strings)
+            assert set(field_flags(f)) <= set(action.option_strings), (f.name, action.option_strings)
         if action.required:
             assert f.metadata.get("required") or _default(f) is dataclasses.MISSING, f.name
         else:
@@ -108,13 +119,102 @@ def test_train_dynaweb_lists_and_bools() -> None:
     assert config_from_args(DynaWebConfig, build_parser().parse_args(argv)).tasks == []
 
 
+def test_eval_flags_as_the_docs_write_them() -> None:
+    argv = shlex.split(
+        "eval Lynn/EVMQuest-v0 --agent lm --agent-arg model='\"zoo:evm-lm\"' --agent-arg temperature=0.5 "
+        "--env-arg profile=reference --split atomic --tasks a,b --tasks c --episodes 2 --workers 3 "
+        "--max-steps 9 --label lm-x --backend ray --address H:1 --fresh --no-progress --json"
+    )
+    args = build_parser().parse_args(argv)
+    assert args.json
+    assert config_from_args(EvalConfig, args) == EvalConfig(
+        env_id="Lynn/EVMQuest-v0",
+        agent="lm",
+        agent_kwargs={"model": "zoo:evm-lm", "temperature": 0.5},
+        env_kwargs={"profile": "reference"},  # not JSON: the text itself
+        split="atomic",
+        tasks=["a", "b", "c"],
+        episodes=2,
+        workers=3,
+        max_steps=9,
+        label="lm-x",
+        backend="ray",
+        address="H:1",
+        fresh=True,
+        progress=False,
+    )
+    assert config_from_args(EvalConfig, build_parser().parse_args(["eval", "X-v0"])) == EvalConfig("X-v0")
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["eval", "X-v0", "--backend", "nope"])
+
+
+def test_collect_flags_seeds_ranges_and_the_epsilon_shortcut() -> None:
+    argv = shlex.split(
+        "collect Lynn/EVMQuest-v0 --split atomic --seeds 100000:100003 --instance-split any --limit 2 "
+        "--agent-arg epsilon=0.2 --env-arg max_steps=3 --tasks t1 --max-steps 5 --no-progress"
+    )
+    cfg = config_from_args(CollectConfig, build_parser().parse_args(argv))
+    assert cfg == CollectConfig(
+        env_id="Lynn/EVMQuest-v0",
+        split="atomic",
+        seeds=[100000, 100001, 100002],
+        instance_split="any",
+        limit=2,
+        agent_kwargs={"epsilon": 0.2},
+        env_kwargs={"max_steps": 3},
+        tasks=["t1"],
+        max_steps=5,
+        progress=False,
+    )
+    cfg = config_from_args(CollectConfig, build_parser().parse_args(["collect", "E", "--seeds", "1,5"]))
+    assert cfg.seeds == [1, 5] and cfg.instance_split == "train" and cfg.agent_kwargs == {}
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["eval", "E", "--env-arg", "novalue"], "--env-arg expects KEY=VALUE"),
+        (["collect", "E", "--agent-arg", "=1"], "--agent-arg expects KEY=VALUE"),
+        (["collect", "E", "--seeds", "a:b"], "--seeds expects A:B"),
+    ],
+)
+def test_a_bad_flag_value_is_one_line_and_exit_2(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from lynn.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("lynn: error:") and message in err[0], err
+
+
+def test_train_world_model_space_separated_data_and_keep_all_corrections() -> None:
+    argv = ["train", "world-model", "--data", "A", "B", "--out", "O", "--kind", "memory", "--mode", "correct"]
+    args = build_parser().parse_args(argv)
+    cfg = config_from_args(WorldModelConfig, args)
+    assert (cfg.data, cfg.kind, cfg.mode, cfg.margin) == (["A", "B"], "memory", "correct", 0.0)
+    args = build_parser().parse_args([*argv, "--keep-all-corrections", "--reward"])
+    assert args.reward and args.keep_all_corrections
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["train", "world-model", "--data", "A", "--out", "O", "--kind", "nope"])
+
+
+def test_train_lm_role_has_its_choices() -> None:
+    base = ["train", "lm", "--data", "D", "--out", "O"]
+    assert (
+        config_from_args(TrainConfig, build_parser().parse_args([*base, "--role", "draft"])).role == "draft"
+    )
+    with pytest.raises(SystemExit):
+        build_parser().parse_args([*base, "--role", "teacher"])
+
+
 def _card_train_commands() -> list[tuple[str, str]]:
     out = []
     for path in sorted((REPO / "models").glob("*/card.json")):
         card = json.loads(path.read_text())
         for command in card.get("commands", []):
             for part in command.split("&&"):
-                if part.strip().startswith("lynn train "):
+                if part.strip().startswith(("lynn train ", "lynn collect ", "lynn eval ")):
                     out.append((path.parent.name, part.strip()))
     return out
 

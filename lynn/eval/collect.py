@@ -26,44 +26,6 @@ from lynn.records import TextObs, Transition
 TEXT_KEYS = ("url", "title", "axtree", "open_pages", "last_action", "last_action_error")
 
 
-@dataclass
-class CollectConfig:
-    """What to collect.
-
-    Attributes:
-        env_id: ``Lynn/EVMQuest-v0`` or ``Lynn/LiveWeb-v0`` (any env with a renderer gets demos).
-        agent: agent name (``oracle``, ``expert``, ``lm``, ``module:Class``); default the env's privileged
-            agent (EVMQuest ``oracle``, LiveWeb ``expert``).
-        out: output folder.
-        split: the task list to cover: EVMQuest ``atomic``/``composite``/``all``; LiveWeb ``train``/``test``.
-        seeds: reset seeds per task (EVMQuest instances; default ``EVM_TEST_SEEDS`` onwards, i.e. train).
-        episodes: episodes per task when ``seeds`` is not given (seeds ``seed``, ``seed + 1``, ...).
-        seed: first seed when ``seeds`` is not given.
-        tasks: restrict to these task ids.
-        limit: stop after this many tasks.
-        max_steps: step cap per episode.
-        agent_kwargs: passed to the agent (e.g. ``{"epsilon": 0.2}``).
-        env_kwargs: passed to ``gym.make``.
-        instance_split: EVMQuest only: ``train`` refuses held-out seeds, ``test`` refuses train seeds.
-        progress: show a progress bar.
-    """
-
-    env_id: str
-    agent: str | None = None
-    out: str = "data"
-    split: str | None = None
-    seeds: list[int] | None = None
-    episodes: int = 1
-    seed: int | None = None
-    tasks: list[str] | None = None
-    limit: int | None = None
-    max_steps: int = 30
-    agent_kwargs: dict[str, Any] = field(default_factory=dict)
-    env_kwargs: dict[str, Any] = field(default_factory=dict)
-    instance_split: str | None = "train"
-    progress: bool = True
-
-
 def parse_seeds(text: str) -> list[int]:
     """``"100000:100010"`` (half-open range) or ``"1,5,9"`` -> list of ints."""
     try:
@@ -73,6 +35,50 @@ def parse_seeds(text: str) -> list[int]:
         return [int(s) for s in text.split(",") if s.strip()]
     except ValueError as exc:
         raise EvalError(f"--seeds expects A:B or a comma list of integers, got {text!r}") from exc
+
+
+@dataclass
+class CollectConfig:
+    """What to collect (``lynn collect``'s flags are its fields).
+
+    Attributes:
+        env_id: ``Lynn/EVMQuest-v0`` or ``Lynn/LiveWeb-v0`` (any env with a renderer gets demos).
+        agent: agent name (``oracle``, ``expert``, ``lm``, ``module:Class``); default the env's privileged
+            agent (EVMQuest ``oracle``, LiveWeb ``expert``).
+        out: output folder.
+        split: the task list to cover: EVMQuest ``atomic``/``composite``/``all``; LiveWeb ``train``/``test``.
+        seeds: reset seeds per task, ``A:B`` or ``a,b,c`` (EVMQuest train instances: ``>= 100000``; default
+            ``EVM_TEST_SEEDS`` onwards, i.e. train).
+        episodes: episodes per task when ``seeds`` is not given (seeds ``seed``, ``seed + 1``, ...).
+        seed: first seed when ``seeds`` is not given.
+        tasks: restrict to these task ids.
+        limit: stop after this many tasks.
+        max_steps: step cap per episode.
+        agent_kwargs: an agent kwarg (``--agent-arg KEY=VALUE``, repeatable; e.g. ``epsilon=0.2``).
+        env_kwargs: a ``gym.make`` kwarg (``--env-arg KEY=VALUE``, repeatable; the value as JSON).
+        instance_split: EVMQuest: refuse seeds outside this instance split (``train`` refuses held-out seeds,
+            ``test`` train seeds; ``any`` or ``None``: no check).
+        progress: show a progress bar.
+    """
+
+    env_id: str = field(metadata={"positional": True})
+    agent: str | None = None
+    out: str = "data"
+    split: str | None = None
+    seeds: list[int] | None = field(default=None, metadata={"parse": parse_seeds})
+    episodes: int = 1
+    seed: int | None = None
+    tasks: list[str] | None = None
+    limit: int | None = None
+    max_steps: int = 30
+    agent_kwargs: dict[str, Any] = field(
+        default_factory=dict, metadata={"flag": "--agent-arg", "key_value": True}
+    )
+    env_kwargs: dict[str, Any] = field(
+        default_factory=dict, metadata={"flag": "--env-arg", "key_value": True}
+    )
+    instance_split: str | None = field(default="train", metadata={"choices": ("train", "test", "any")})
+    progress: bool = True
 
 
 def _text_obs(obs: dict[str, Any]) -> TextObs:
@@ -106,7 +112,7 @@ def _plan(cfg: CollectConfig) -> list[tuple[str, str, int]]:
     for t in chosen:
         for s in seeds:
             rec_split = evm_instance_split(s) if evm else (t.get("split") or split)
-            if evm and cfg.instance_split and rec_split != cfg.instance_split:
+            if evm and cfg.instance_split not in (None, "any") and rec_split != cfg.instance_split:
                 raise EvalError(
                     f"seed {s} is a {rec_split} instance of EVMQuest (held-out seeds are < {EVM_TEST_SEEDS}); "
                     f"use --seeds in the {cfg.instance_split} range or --instance-split"

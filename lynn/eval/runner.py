@@ -38,19 +38,19 @@ class EvalError(ValueError):
 
 @dataclass
 class EvalConfig:
-    """What to evaluate and where to write it.
+    """What to evaluate and where to write it (``lynn eval``'s flags are its fields).
 
     Attributes:
-        env_id: a registered id, e.g. ``Lynn/Coordination-v0`` (``lynn:`` prefix allowed).
+        env_id: a registered id (``Lynn/Coordination-v0``; a ``lynn:`` prefix allowed).
         agent: agent name or ``module:Class`` (see :func:`lynn.agents.make_agent`).
-        episodes: episodes to run; with a task list, episodes per task (default 1).
+        episodes: episodes to run (default 10), or per task with ``split``/``tasks`` (default 1).
         seed: base seed; episode ``i`` uses ``seed + i``.
         workers: parallel worker processes (1 = in this process).
         out: results root; this run writes ``out/<env>/<agent>[__<split>]/``.
         split: evaluate over the env's task list for this split (``lynn tasks ENV --split``).
         tasks: evaluate over these task ids.
-        env_kwargs: passed to ``gym.make``.
-        agent_kwargs: passed to the agent's constructor.
+        env_kwargs: a ``gym.make`` kwarg (``--env-arg KEY=VALUE``, repeatable; the value as JSON).
+        agent_kwargs: an agent kwarg (``--agent-arg KEY=VALUE``, repeatable; the value as JSON).
         max_steps: safety cap on steps per episode on top of the env's own limit.
         progress: show a progress bar (on stderr).
         backend: ``local`` (this machine: in-process or ``workers`` processes) or ``ray``
@@ -62,7 +62,7 @@ class EvalConfig:
         fresh: start over: remove this run's folder first (default: resume from its episodes).
     """
 
-    env_id: str
+    env_id: str = field(metadata={"positional": True})
     agent: str = "random"
     episodes: int | None = None
     seed: int = 0
@@ -70,11 +70,15 @@ class EvalConfig:
     out: str = "results"
     split: str | None = None
     tasks: list[str] | None = None
-    env_kwargs: dict[str, Any] = field(default_factory=dict)
-    agent_kwargs: dict[str, Any] = field(default_factory=dict)
+    env_kwargs: dict[str, Any] = field(
+        default_factory=dict, metadata={"flag": "--env-arg", "key_value": True}
+    )
+    agent_kwargs: dict[str, Any] = field(
+        default_factory=dict, metadata={"flag": "--agent-arg", "key_value": True}
+    )
     max_steps: int | None = None
     progress: bool = True
-    backend: str = "local"
+    backend: str = field(default="local", metadata={"choices": ("local", "ray")})
     address: str | None = None
     label: str | None = None
     fresh: bool = False

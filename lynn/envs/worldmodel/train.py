@@ -24,6 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from lynn.config_flags import add_config_flags, config_from_args
 from lynn.envs.worldmodel.data import HELDOUT_TEMPLATES, read_transitions, start_pages, training_split
 from lynn.envs.worldmodel.delta import END, compute_delta
 from lynn.envs.worldmodel.model import (
@@ -39,6 +40,7 @@ from lynn.envs.worldmodel.model import (
     fit_prompt,
     world_prompt,
 )
+from lynn.lm.train import SIZES
 
 KINDS = ("lm", "memory", "nearest", "copy")
 DEV_MEMORY_FILE = "dev_memory.jsonl"
@@ -47,17 +49,27 @@ DEV_FILE = "dev.jsonl"
 
 @dataclass
 class WorldModelConfig:
-    """``lynn train world-model`` options.
+    """``lynn train world-model`` options (its flags are these fields).
 
     Attributes:
-        data: ``lynn collect`` output folders/files with transitions (train split used for training;
-            every split's start pages are recorded for the env).
+        data: ``lynn collect Lynn/LiveWeb-v0`` output folders/files with transitions (train split used for
+            training; every split's start pages are recorded for the env).
         out: output folder.
-        kind: ``lm`` (a trained LM), ``memory`` (page memory + nearest neighbour), ``nearest``, ``copy``.
-        size: ``lynn.lm.train.SIZES`` preset of the LM.
-        context: tokens per example; reply_tokens: the Δ budget within it.
-        epochs, max_minutes, batch_size, lr, seed, resume, progress, threads: as ``lynn train lm``.
-        all_templates: train on every template (else :data:`HELDOUT_TEMPLATES` are held out).
+        kind: ``lm`` (a trained LM), ``memory`` (page memory + nearest neighbour), ``nearest``, ``copy``
+            (the last three train nothing).
+        size: the LM's preset (``lynn.lm.train.SIZES``).
+        context: tokens per example.
+        reply_tokens: the Δ budget within ``context``.
+        epochs: training epochs (they fix the steps).
+        max_minutes: cap on training minutes (default none: ``epochs`` fix the steps; a binding cap is
+            reported).
+        batch_size: examples per optimiser step.
+        lr: learning rate.
+        seed: seed of the data order and the model's initialisation.
+        resume: continue a run cut short in ``out``.
+        progress: show a progress bar.
+        threads: torch threads (1 is fastest on a loaded 2-core machine).
+        all_templates: also train on the held-out templates (else ``heldout`` are held out).
         vocab_size: BPE vocabulary of the LM.
         mode: ``full`` (the LM writes the whole Δ; the retrieved Δ in its prompt is only adapted) or
             ``correct`` (its prompt carries the retrieved Δ *transferred* to the step and the page lines
@@ -68,13 +80,15 @@ class WorldModelConfig:
             training row. 0: none.
         margin: ``correct`` mode: keep a non-empty correction only when the LM gives it at least this many
             nats more log-probability than the empty one (0: the more likely of the two; ``None``: keep
-            every correction). Written to ``worldmodel.json``; chosen on the dev split (see BENCHMARKS).
+            every correction; ``--keep-all-corrections``). Written to ``worldmodel.json``; chosen on the dev
+            split (see BENCHMARKS).
+        heldout: the templates held out of training (default :data:`HELDOUT_TEMPLATES`).
     """
 
-    data: list[str]
+    data: list[str] = field(metadata={"nargs": "+", "metavar": "PATH"})
     out: str
-    kind: str = "lm"
-    size: str = "base"
+    kind: str = field(default="lm", metadata={"choices": KINDS})
+    size: str = field(default="base", metadata={"choices": tuple(SIZES)})
     context: int = 1024
     reply_tokens: int = REPLY_TOKENS
     epochs: float = 6.0
@@ -87,7 +101,7 @@ class WorldModelConfig:
     threads: int | None = None
     all_templates: bool = False
     vocab_size: int = 4096
-    mode: str = "full"
+    mode: str = field(default="full", metadata={"choices": MODES})
     dev_every: int = 0
     margin: float | None = 0.0
     heldout: list[str] = field(default_factory=lambda: list(HELDOUT_TEMPLATES))
@@ -307,48 +321,11 @@ def add_train_parsers(tsub: Any) -> None:
     w = tsub.add_parser(
         "world-model", help="a web world model (Δ writer) on LiveWeb transitions, for Lynn/WebWorldModel-v0"
     )
+    add_config_flags(w, WorldModelConfig)
     w.add_argument(
-        "--data", required=True, nargs="+", help="`lynn collect Lynn/LiveWeb-v0` output folders/files"
+        "--keep-all-corrections", action="store_true", help="correct mode: no margin check (margin None)"
     )
-    w.add_argument("--out", required=True)
-    w.add_argument(
-        "--kind", choices=KINDS, default="lm", help="lm (trained LM) | memory | nearest | copy (no training)"
-    )
-    w.add_argument("--size", default="base", help="lynn.lm preset: tiny | draft | base | small")
-    w.add_argument("--context", type=int, default=1024)
-    w.add_argument("--reply-tokens", type=int, default=REPLY_TOKENS)
-    w.add_argument("--epochs", type=float, default=6.0)
-    w.add_argument(
-        "--max-minutes",
-        type=float,
-        default=None,
-        help="cap on training minutes (default none: --epochs fix the steps; a binding cap is reported)",
-    )
-    w.add_argument("--batch-size", type=int, default=8)
-    w.add_argument("--lr", type=float, default=2e-3)
-    w.add_argument("--seed", type=int, default=0)
-    w.add_argument("--threads", type=int, help="torch threads (1 is fastest on a loaded 2-core machine)")
-    w.add_argument("--all-templates", action="store_true", help="also train on the held-out templates")
-    w.add_argument(
-        "--mode",
-        choices=MODES,
-        default="full",
-        help="full: write the whole Δ; correct: correct the transferred nearest-neighbour Δ in the prompt",
-    )
-    w.add_argument(
-        "--dev-every", type=int, default=0, help="hold every k-th train instance out of the LM (a dev split)"
-    )
-    w.add_argument("--vocab-size", type=int, default=4096)
-    w.add_argument(
-        "--margin",
-        type=float,
-        default=0.0,
-        help="correct mode: keep a correction only when the LM prefers it to the empty one by this many nats",
-    )
-    w.add_argument("--keep-all-corrections", action="store_true", help="correct mode: no margin check")
     w.add_argument("--reward", action="store_true", help="also train the reward model into --out")
-    w.add_argument("--resume", action="store_true")
-    w.add_argument("--no-progress", action="store_true")
     w.set_defaults(func=_cmd_world_model)
     r = tsub.add_parser("reward-model", help="the success predictor of imagined web episodes")
     r.add_argument(
@@ -361,27 +338,7 @@ def add_train_parsers(tsub: Any) -> None:
 
 
 def _cmd_world_model(args: Any) -> int:
-    cfg = WorldModelConfig(
-        data=list(args.data),
-        out=args.out,
-        kind=args.kind,
-        size=args.size,
-        context=args.context,
-        reply_tokens=args.reply_tokens,
-        epochs=args.epochs,
-        max_minutes=args.max_minutes,
-        batch_size=args.batch_size,
-        lr=args.lr,
-        seed=args.seed,
-        resume=args.resume,
-        progress=not args.no_progress,
-        threads=args.threads,
-        all_templates=args.all_templates,
-        vocab_size=args.vocab_size,
-        mode=args.mode,
-        dev_every=args.dev_every,
-        margin=None if args.keep_all_corrections else args.margin,
-    )
+    cfg = config_from_args(WorldModelConfig, args, **({"margin": None} if args.keep_all_corrections else {}))
     summary = train_world_model(cfg)
     shown = {k: v for k, v in summary.items() if k not in ("config", "system")}
     print(json.dumps(shown, indent=1))
