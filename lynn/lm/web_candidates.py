@@ -124,7 +124,7 @@ def web_slots(goal: str) -> dict[str, str]:
     …``, so a template's product is the same slot in every instance. Left out: the goal's first word (``What``, ``Show``, the ``Add`` of ``Add 2``: the
     template's verb, not a value), one-character literals (``1`` is one token to copy, and masking it would
     rename every ``1`` on the page), and the pieces of a quoted literal (``Solid`` of “Solid choice”)."""
-    lits = []
+    lits: list[tuple[int, int, str]] = []  # (position in the goal, -length, literal)
     first = goal.split(" ", 1)[0].rstrip(",.?")
     quoted = [m.group(1) for m in re.finditer(r"[“\"]([^”\"]+)[”\"]", goal)]
     for lit in goal_literals(goal):
