@@ -212,7 +212,8 @@ def _card_train_commands() -> list[tuple[str, str]]:
     out = []
     for path in sorted((REPO / "models").glob("*/card.json")):
         card = json.loads(path.read_text())
-        for command in card.get("commands", []):
+        # The commands `lynn zoo build` runs: the data's (collect), then the training's.
+        for command in [*card.get("data_commands", {}).values(), *card.get("commands", [])]:
             for part in command.split("&&"):
                 if part.strip().startswith(("lynn train ", "lynn collect ", "lynn eval ")):
                     out.append((path.parent.name, part.strip()))
