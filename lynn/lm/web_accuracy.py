@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from lynn.lm.web_candidates import RankedChooser, WebFormat, episode_steps
+from lynn.lm.web_candidates import RankedChooser, episode_steps
 
 
 def action_kind(reply: str) -> str:
@@ -74,14 +74,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--misses", action="store_true", help="print the first misses too")
+    ap.add_argument("--memory-weight", type=float, help="override the format's kNN-LM weight")
     args = ap.parse_args(argv)
     model = str(resolve(args.model))
     steps = [s for s in load_steps(args.transitions) if s["reply"] is not None]
     if args.limit and len(steps) > args.limit:
         steps = random.Random(args.seed).sample(steps, args.limit)
     gen = TransformersGenerator(model, threads=args.threads)
-    fmt = WebFormat(**json.loads((Path(model) / "lynn_web.json").read_text()))
-    out = step_accuracy(RankedChooser(gen.model, gen.tokenizer, fmt), steps)
+    chooser = RankedChooser.from_folder(gen.model, gen.tokenizer, model)
+    if args.memory_weight is not None:
+        chooser.fmt.memory_weight = args.memory_weight
+    out = step_accuracy(chooser, steps)
     if not args.misses:
         out.pop("misses")
     print(json.dumps(out, indent=1))

@@ -30,6 +30,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
@@ -65,6 +66,8 @@ class WebFormat:
             the prompt gives instead of a copy.
         show_options: a combobox's line lists its options (``[relevance|price_asc|…]``), so a select is
             read off the prompt, not only off the candidates.
+        memory_weight: λ of the kNN-LM mixture with the model folder's action memory
+            (:mod:`lynn.lm.web_memory`; 0: the LM alone).
     """
 
     k: int = 20
@@ -75,6 +78,7 @@ class WebFormat:
     norm: str = "sum"
     slots: bool = False
     show_options: bool = False
+    memory_weight: float = 0.0
 
     def make_ranker(self) -> WebRanker:
         if not self.ranker:
@@ -127,7 +131,8 @@ def web_slots(goal: str) -> dict[str, str]:
     lits: list[tuple[int, int, str]] = []  # (position in the goal, -length, literal)
     first = goal.split(" ", 1)[0].rstrip(",.?")
     quoted = [m.group(1) for m in re.finditer(r"[“\"]([^”\"]+)[”\"]", goal)]
-    for lit in goal_literals(goal):
+    forums = re.findall(r"\bf/[\w-]+", goal)  # "f/travel": a forum, named like a path
+    for lit in [*goal_literals(goal), *forums]:
         if goal.startswith(lit) and lit.startswith(first):  # "Add 2" of "Add 2 of the …": the verb goes
             lit = lit[len(first) :].strip()
         if len(lit) < 2 or any(lit == x[2] for x in lits):
@@ -150,8 +155,8 @@ def _slot_pattern(slots: dict[str, str]) -> re.Pattern[str] | None:
     if not slots:
         return None
     alts = "|".join(re.escape(v) for v in sorted(slots.values(), key=len, reverse=True))
-    # Whole literals only: "69" is not masked inside "$69.00", "#169" or "2025-03-69".
-    return re.compile(rf"(?<![\w.$,/-])(?:{alts})(?![\w]|[.,/-]\w)")
+    # Whole literals only: "69" is not masked inside "$69.00", "#169" or "2025-03-69" (but is in "/orders/69").
+    return re.compile(rf"(?<![\w.$,-])(?:{alts})(?![\w]|[.,/-]\w)")
 
 
 def mask_slots(text: str, slots: dict[str, str]) -> str:
@@ -582,8 +587,11 @@ class RankedChooser:
     the reply's likelihood (at most ``max_parts`` parts); every part is a span of the page.
     """
 
-    def __init__(self, model: Any, tokenizer: Any, fmt: WebFormat, max_parts: int = 8) -> None:
+    def __init__(
+        self, model: Any, tokenizer: Any, fmt: WebFormat, max_parts: int = 8, memory: Any = None
+    ) -> None:
         self.model, self.tokenizer, self.fmt = model, tokenizer, fmt
+        self.memory = memory  # a lynn.lm.web_memory.ActionMemory, mixed in with weight fmt.memory_weight
         self.ranker = fmt.make_ranker()
         self.max_parts = max_parts
         self.last_prompt_tokens = 0
@@ -600,11 +608,56 @@ class RankedChooser:
         self.last_prompt_tokens = len(encode_chat(self.tokenizer, msgs, add_generation_prompt=True))
         self.goal = str(obs.get("goal", ""))
         scores = self._score(msgs, [r for r, _ in cands])
-        best = max(range(len(cands)), key=lambda i: scores[i])
+        pick = scores
+        if self.memory is not None and self.fmt.memory_weight > 0:
+            from lynn.lm.web_memory import mix, reply_form, span_addresses
+
+            counts = self.memory.lookup(self.goal, replies, str(obs.get("url", "")))
+            raw = [r for r, _ in cands]
+            where = span_addresses(page)
+            forms = [
+                reply_form(r, sh, self.memory.constants, where)
+                for r, sh in zip(raw, shown_replies(raw, self.goal, self.fmt), strict=True)
+            ]
+            pick = mix(scores, forms, counts, self.fmt.memory_weight)
+        best = max(range(len(cands)), key=lambda i: pick[i])
         reply, action = cands[best]
         if reply.startswith("answer ") and reply != 'answer "done"':
-            reply, action = self._extend(msgs, units, answer_text(action) or "", scores[best])
+            first = answer_text(action) or ""
+            built = (
+                self._recall_answer(first, page)
+                if self.memory is not None and self.fmt.memory_weight > 0
+                else None
+            )
+            if built is not None:
+                return f"answer {q(built)}", f"send_msg_to_user({built!r})"
+            reply, action = self._extend(msgs, units, first, scores[best])
         return reply, action
+
+    def _recall_answer(self, first: str, page: Sequence[Element]) -> str | None:
+        """The whole answer after its first part as the memory's answers of this template went on (None: no
+        stored answer from this part's address, or the page lacks a part; the LM extends it then)."""
+        from lynn.lm.web_memory import best_pattern, extend_answer, span_addresses
+
+        where = span_addresses(page)
+        if first not in where:
+            return None
+        patterns = self.memory.answers.get(self.memory.answer_key(self.goal, where[first]))
+        if not patterns:
+            return None
+        return extend_answer(first, best_pattern(patterns), where)
+
+    @classmethod
+    def from_folder(cls, model: Any, tokenizer: Any, folder: str | Path, **kw: Any) -> RankedChooser:
+        """The chooser of a model folder: its ``lynn_web.json`` and, if present, its action memory."""
+        import json
+
+        from lynn.lm.web_memory import MEMORY_FILE, ActionMemory
+
+        fmt = WebFormat(**json.loads((Path(folder) / "lynn_web.json").read_text()))
+        mem_file = Path(folder) / MEMORY_FILE
+        memory = ActionMemory.load(mem_file) if mem_file.exists() else None
+        return cls(model, tokenizer, fmt, memory=memory, **kw)
 
     def _score(self, msgs: list[dict[str, str]], replies: list[str]) -> list[float]:
         replies = shown_replies(replies, self.goal, self.fmt)

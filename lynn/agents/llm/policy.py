@@ -174,10 +174,11 @@ class LMPolicy(Agent):
                 raise ValueError(
                     f"web_prompt='ranked' needs a model folder with lynn_web.json (got {model!r})"
                 )
-            from lynn.lm.web_candidates import RankedChooser, WebFormat
+            from lynn.lm.web_candidates import RankedChooser
 
-            fmt = WebFormat(**json.loads(fmt_file.read_text()))
-            self.chooser = RankedChooser(self.generator.model, self.generator.tokenizer, fmt)
+            self.chooser = RankedChooser.from_folder(
+                self.generator.model, self.generator.tokenizer, fmt_file.parent
+            )
         return choice
 
     def reset(self, seed: int | None = None) -> None:
