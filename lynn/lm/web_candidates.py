@@ -615,10 +615,8 @@ class RankedChooser:
             counts = self.memory.lookup(self.goal, replies, str(obs.get("url", "")))
             raw = [r for r, _ in cands]
             where = span_addresses(page)
-            forms = [
-                reply_form(r, sh, self.memory.constants, where)
-                for r, sh in zip(raw, shown_replies(raw, self.goal, self.fmt), strict=True)
-            ]
+            slots = web_slots(self.goal)  # the memory's own delexicalisation, whatever the LM reads
+            forms = [reply_form(r, mask_slots(r, slots), self.memory.constants, where) for r in raw]
             pick = mix(scores, forms, counts, self.fmt.memory_weight)
         best = max(range(len(cands)), key=lambda i: pick[i])
         reply, action = cands[best]
