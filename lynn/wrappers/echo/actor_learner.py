@@ -360,6 +360,10 @@ class LocalPool:
         # (it may wait on them), for the re-sends after a relay died
         self._chain: dict[int, tuple[int, list[bytes]]] = {}
         self._newest = -1
+        # publish() runs on the learner's thread, poll() on the dispatcher's (outside the run's lock:
+        # it blocks on the workers): this lock guards what both touch (the chain, the requests in
+        # flight, the counters). Chunks are sent after it is released, from a snapshot.
+        self._lock = threading.RLock()
         self.learner_sent_bytes = 0
         self.weight_wait_s = 0.0
         self.publications = 0
@@ -381,68 +385,86 @@ class LocalPool:
         )
         proc.start()
         child.close()
-        self._procs[i], self._pipes[i] = proc, parent
-        self._held[i] = -1
+        with self._lock:
+            self._procs[i], self._pipes[i] = proc, parent
+            self._held[i] = -1
 
     def publish(self, version: int, weights: Any) -> None:
-        key = self._next_key
-        self._next_key += 1
-        self._keys[version] = key
-        for old in [v for v in self._keys if v < version - 1 and v not in self._asked.values()]:
-            del self._keys[old]
-        self.publications += 1
         blob = pickle.dumps(weights, protocol=pickle.HIGHEST_PROTOCOL)
-        self.published_bytes += len(blob)
-        if self.broadcast == "chain":
+        with self._lock:
+            key = self._next_key
+            self._next_key += 1
+            self._keys[version] = key
+            for old in [v for v in self._keys if v < version - 1 and v not in self._asked.values()]:
+                del self._keys[old]
+            self.publications += 1
+            self.published_bytes += len(blob)
+            if self.broadcast == "direct":
+                self._weights[version] = blob  # requests always name the newest version (Coordinator)
+                for old in [v for v in self._weights if v not in self._keys]:
+                    del self._weights[old]
+                return
             self._newest = version
             self._chain[version] = (key, _chunks(blob, self.chunk_bytes))
             _prune_chain(self._chain, version, self._asked.values())
-            self._send_chain(list(range(self.num_workers)), [version])
-            return
-        self._weights[version] = blob  # requests always name the newest version (Coordinator)
-        for old in [v for v in self._weights if v not in self._keys]:
-            del self._weights[old]
+            msgs = self._chain_msgs(list(range(self.num_workers)), [version])
+        self._send(msgs)
 
-    def _send_chain(self, route: list[int], versions: Iterable[int]) -> None:
-        """Send these versions' chunks once each (oldest first), to ``route[0]``, relayed along ``route``."""
+    def _chain_msgs(self, route: list[int], versions: Iterable[int]) -> list[tuple[int, Any]]:
+        """The chunks to send (oldest version first) to ``route[0]``, relayed along ``route``; counts them.
+
+        Call it holding ``_lock``: the list is a snapshot, sent by ``_send`` once the lock is released,
+        so a version pruned by a ``publish`` meanwhile still goes out whole.
+        """
         if not route or self._uplink is None:
-            return
+            return []
         first, rest = route[0], tuple(route[1:])
+        msgs: list[tuple[int, Any]] = []
         for v in sorted(set(versions) & set(self._chain)):
             key, chunks = self._chain[v]
             for k, chunk in enumerate(chunks):
-                self._uplink.put(first, (key, k, len(chunks), chunk, rest))
+                msgs.append((first, (key, k, len(chunks), chunk, rest)))
                 self.learner_sent_bytes += len(chunk)
+        return msgs
+
+    def _send(self, msgs: list[tuple[int, Any]]) -> None:
+        if self._uplink is not None:
+            for first, msg in msgs:
+                self._uplink.put(first, msg)
 
     def idle(self) -> list[int]:
-        return [i for i in range(self.num_workers) if i not in self._busy and self._pipes[i] is not None]
+        with self._lock:
+            return [i for i in range(self.num_workers) if i not in self._busy and self._pipes[i] is not None]
 
     def submit(self, worker: int, rollout_id: int, version: int, seed: int) -> None:
-        key = self._keys[version]
-        blob = None
-        if self.broadcast == "direct" and self._held[worker] != key:
-            blob = self._weights[version]
-            self.learner_sent_bytes += len(blob)
-        pipe = self._pipes[worker]
-        assert pipe is not None
-        self._busy.add(worker)
-        self._asked[worker] = version
+        with self._lock:
+            key = self._keys[version]
+            blob = None
+            if self.broadcast == "direct" and self._held[worker] != key:
+                blob = self._weights[version]
+                self.learner_sent_bytes += len(blob)
+            pipe = self._pipes[worker]
+            assert pipe is not None
+            self._busy.add(worker)
+            self._asked[worker] = version
+            self._held[worker] = key
         try:
             pipe.send((rollout_id, key, blob, seed))
         except (BrokenPipeError, OSError):
             pass  # reported as lost by the next poll (the pipe reads EOF)
-        self._held[worker] = key
 
     def poll(self, timeout: float) -> list[Event]:
-        pipes = {pipe: i for i in self._busy if (pipe := self._pipes[i]) is not None}
+        with self._lock:
+            pipes = {pipe: i for i in self._busy if (pipe := self._pipes[i]) is not None}
         if not pipes:
             time.sleep(timeout)
             return []
         events: list[Event] = []
         for conn in wait_pipes(pipes, timeout):
             i = pipes[conn]
-            self._busy.discard(i)
-            version = self._asked.pop(i, -1)
+            with self._lock:
+                self._busy.discard(i)
+                version = self._asked.pop(i, -1)
             try:
                 rollout_id, waited, data = conn.recv()
             except (EOFError, OSError):
@@ -452,7 +474,8 @@ class LocalPool:
                 continue
             if rollout_id == _ERROR:
                 raise RuntimeError(f"Echo worker {i} raised an exception:\n{data}")
-            self.weight_wait_s += waited
+            with self._lock:
+                self.weight_wait_s += waited
             events.append(("done", i, rollout_id, version, data))
         return events
 
@@ -465,21 +488,27 @@ class LocalPool:
             if proc.is_alive():
                 proc.kill()
                 proc.join(timeout=2)
-        self.restarts += 1
         self._start(i)
         # Chunks the dead relay took but never passed on: send again from here the newest version and
-        # every version a worker after it was asked for and may be waiting on.
-        route = list(range(i, self.num_workers))
-        self._send_chain(route, {self._newest} | {v for j, v in self._asked.items() if j > i})
+        # every version a worker after it was asked for and may be waiting on. A version published
+        # after this snapshot goes along the chain through the new worker.
+        with self._lock:
+            self.restarts += 1
+            route = list(range(i, self.num_workers))
+            asked = {v for j, v in self._asked.items() if j > i}
+            msgs = self._chain_msgs(route, {self._newest} | asked)
+        self._send(msgs)
 
     def kill(self, worker: int) -> None:
         """Fault injection: SIGKILL worker ``worker``'s process."""
-        proc = self._procs[worker]
+        with self._lock:
+            proc = self._procs[worker]
         if proc is not None and proc.pid:
             os.kill(proc.pid, signal.SIGKILL)
 
     def pids(self) -> list[int]:
-        return [p.pid for p in self._procs if p is not None]
+        with self._lock:
+            return [p.pid for p in self._procs if p is not None]
 
     @staticmethod
     def _shutdown(
@@ -591,6 +620,7 @@ class RayPool:
         self._next_key = 0
         self._chain: dict[int, tuple[int, list[bytes]]] = {}  # as LocalPool's
         self._newest = -1
+        self._lock = threading.RLock()  # as LocalPool's: publish and poll run on different threads
         self.learner_sent_bytes = 0
         self.weight_wait_s = 0.0
         self.publications = 0
@@ -598,76 +628,104 @@ class RayPool:
         self.restarts = 0
 
     def publish(self, version: int, weights: Any) -> None:
-        key = self._next_key
-        self._next_key += 1
-        self._keys[version] = key
-        self.publications += 1
-        for old in [v for v in self._keys if v < version - 1]:
-            del self._keys[old]
         if self.broadcast == "chain":
             blob = pickle.dumps(weights, protocol=pickle.HIGHEST_PROTOCOL)
+        else:
+            ref = self._ray.put(weights)
+        with self._lock:
+            key = self._next_key
+            self._next_key += 1
+            self._keys[version] = key
+            self.publications += 1
+            for old in [v for v in self._keys if v < version - 1]:
+                del self._keys[old]
+            if self.broadcast == "direct":
+                self._refs[version] = ref
+                for old in [v for v in self._refs if v not in self._keys]:
+                    del self._refs[old]  # older snapshots go once no request can still ask for them
+                return
             self.published_bytes += len(blob)
             self._newest = version
             self._chain[version] = (key, _chunks(blob, self.chunk_bytes))
             _prune_chain(self._chain, version, self._asked())
-            self._send_chain(list(range(self.num_workers)), [version])
-            return
-        self._refs[version] = self._ray.put(weights)
-        for old in [v for v in self._refs if v not in self._keys]:
-            del self._refs[old]  # older snapshots go once no request can still ask for them
+            msgs = self._chain_msgs(list(range(self.num_workers)), [version])
+        self._send(msgs)
 
     def _asked(self, after: int = -1) -> set[int]:
-        """Versions of the requests in flight on workers after ``after``."""
+        """Versions of the requests in flight on workers after ``after`` (call it holding ``_lock``)."""
         return {v for w, v in self._futures.values() if w > after}
 
-    def _send_chain(self, route: list[int], versions: Iterable[int]) -> None:
+    def _chain_msgs(self, route: list[int], versions: Iterable[int]) -> list[tuple[Any, ...]]:
+        """As ``LocalPool._chain_msgs``: a snapshot (actors included) taken holding ``_lock``."""
         if not route:
-            return
-        rest = tuple(self._actors[j] for j in route[1:])
+            return []
+        head, rest = self._actors[route[0]], tuple(self._actors[j] for j in route[1:])
+        msgs: list[tuple[Any, ...]] = []
         for v in sorted(set(versions) & set(self._chain)):
             key, chunks = self._chain[v]
             for k, chunk in enumerate(chunks):
-                self._actors[route[0]].receive.remote(key, k, len(chunks), chunk, rest)
+                msgs.append((head, key, k, len(chunks), chunk, rest))
                 self.learner_sent_bytes += len(chunk)
+        return msgs
+
+    @staticmethod
+    def _send(msgs: list[tuple[Any, ...]]) -> None:
+        for head, *args in msgs:
+            head.receive.remote(*args)
 
     def idle(self) -> list[int]:
-        busy = {w for w, _ in self._futures.values()}
+        with self._lock:
+            busy = {w for w, _ in self._futures.values()}
         return [i for i in range(self.num_workers) if i not in busy]
 
     def submit(self, worker: int, rollout_id: int, version: int, seed: int) -> None:
-        ref = None if self.broadcast == "chain" else [self._refs[version]]
-        fut = self._actors[worker].rollout.remote(rollout_id, self._keys[version], ref, seed)
-        self._futures[fut] = (worker, version)
+        with self._lock:
+            ref = None if self.broadcast == "chain" else [self._refs[version]]
+            fut = self._actors[worker].rollout.remote(rollout_id, self._keys[version], ref, seed)
+            self._futures[fut] = (worker, version)
 
     def poll(self, timeout: float) -> list[Event]:
-        if not self._futures:
+        with self._lock:
+            futures = list(self._futures)
+        if not futures:
             time.sleep(timeout)
             return []
-        ready, _ = self._ray.wait(list(self._futures), num_returns=len(self._futures), timeout=timeout)
+        ready, _ = self._ray.wait(futures, num_returns=len(futures), timeout=timeout)
         events: list[Event] = []
         for fut in ready:
-            i, version = self._futures.pop(fut)
+            with self._lock:
+                i, version = self._futures.pop(fut)
             try:
                 rollout_id, waited, data = self._ray.get(fut)
             except (self._ray.exceptions.RayActorError, self._ray.exceptions.ActorDiedError) as exc:
                 events.append(("lost", i, f"ray actor died ({type(exc).__name__})"))
-                self.restarts += 1
-                self._actors[i] = self._cls.remote(i, self._make, self.bcast_timeout)
+                actor = self._cls.remote(i, self._make, self.bcast_timeout)
                 # The dead relay's chunks never reached the workers after it (every version published
-                # since it died): send again from here the newest and those they were asked for.
-                route = list(range(i, self.num_workers))
-                self._send_chain(route, {self._newest} | self._asked(after=i))
+                # since it died): send again from here the newest and those they were asked for. The
+                # replacement and this snapshot are one step for publish: a version published after
+                # it goes along the chain through the replacement.
+                with self._lock:
+                    self.restarts += 1
+                    self._actors[i] = actor
+                    route = list(range(i, self.num_workers))
+                    msgs = self._chain_msgs(route, {self._newest} | self._asked(after=i))
+                self._send(msgs)
                 continue
-            self.weight_wait_s += waited
+            with self._lock:
+                self.weight_wait_s += waited
             events.append(("done", i, rollout_id, version, data))
         return events
 
     def kill(self, worker: int) -> None:
         """Fault injection: kill worker ``worker``'s actor."""
-        self._ray.kill(self._actors[worker], no_restart=True)
+        with self._lock:
+            actor = self._actors[worker]
+        self._ray.kill(actor, no_restart=True)
 
     def pids(self) -> list[int]:
-        return list(self._ray.get([a.pid.remote() for a in self._actors]))
+        with self._lock:
+            actors = list(self._actors)
+        return list(self._ray.get([a.pid.remote() for a in actors]))
 
     def close(self) -> None:
         for actor in self._actors:
@@ -867,6 +925,8 @@ class ActorLearner:
                 publish = False
                 with lock:
                     publish = coord.updated()
+                    # The dispatcher changes these under the lock: read them together, here.
+                    generated, arrivals, dropped = coord.generated, dict(coord.arrivals), coord.dropped_stale
                 if publish:
                     weights = self.learner.get_weights()
                     busy += time.perf_counter() - t0  # serialising the snapshot is learner work
@@ -884,9 +944,9 @@ class ActorLearner:
                     # capacity model's inputs over any window of updates (steady state, not start-up).
                     wait_s=t0 - t_wait,
                     busy_s=busy - busy0,
-                    generated=coord.generated,
-                    generated_by_worker=dict(coord.arrivals),
-                    dropped_stale=coord.dropped_stale,
+                    generated=generated,
+                    generated_by_worker=arrivals,
+                    dropped_stale=dropped,
                     buffered=left,
                 )
                 stats.metrics.append(record)
