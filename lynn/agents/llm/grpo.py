@@ -2,7 +2,7 @@
 
 TRL's ``GRPOTrainer`` owns its generate-then-train loop, so it cannot consume rollouts that rollout
 workers stream in at their own pace. This module computes **the same loss** from batches of
-version-tagged rollout groups (``tests/agents/test_grpo.py`` checks it equal to TRL 1.16's
+version-tagged rollout groups (``tests/agents/llm/test_grpo.py`` checks it equal to TRL 1.16's
 ``GRPOTrainer._compute_loss`` and its advantages on the same batch, token and sequence level, with
 and without KL):
 

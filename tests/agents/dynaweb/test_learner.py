@@ -13,8 +13,8 @@ pytest.importorskip("trl")
 from lynn.agents.dynaweb.learner import DynaWebLearner, trajectory_rows  # noqa: E402
 from lynn.agents.dynaweb.rollouts import Step, Trajectory  # noqa: E402
 from lynn.agents.llm.grpo import GRPOConfig  # noqa: E402
-from tests.agents import test_grpo  # noqa: E402
-from tests.agents.test_grpo import REWARDS, G, _groups, _perturb, _trl  # noqa: E402
+from tests.agents.llm import test_grpo  # noqa: E402
+from tests.agents.llm.test_grpo import REWARDS, G, _groups, _perturb, _trl  # noqa: E402
 
 tiny = test_grpo.tiny  # the same tiny LLaMA fixture as the GRPO/TRL tests
 
@@ -85,7 +85,7 @@ def test_update_equals_trl_on_single_step_groups(tiny, level, beta):
     ours = dict(learner.model.named_parameters())
     for name, g in trl_grads.items():
         assert torch.allclose(ours[name].grad, g, atol=1e-6, rtol=1e-4), name
-    assert REWARDS  # the same fixed rewards as tests/agents/test_grpo.py
+    assert REWARDS  # the same fixed rewards as tests/agents/llm/test_grpo.py
 
 
 def _rows(tok):

@@ -18,7 +18,7 @@ from lynn.lm.web_ranker import action_ref, parse_page
 
 STEPS = [
     json.loads(line)
-    for line in (Path(__file__).parents[1] / "lm" / "fixtures" / "liveweb_steps.jsonl").open()
+    for line in (Path(__file__).parents[2] / "lm" / "fixtures" / "liveweb_steps.jsonl").open()
 ]
 
 
