@@ -16,7 +16,7 @@ from lynn.agents.dynaweb.config import DynaWebConfig
 from lynn.agents.llm.grpo_config import GRPOTrainConfig
 from lynn.cli import build_parser
 from lynn.config_flags import add_config_flags, config_from_args, field_flags, field_help
-from lynn.envs.worldmodel.train import WorldModelConfig
+from lynn.envs.worldmodel.train import RewardModelConfig, WorldModelConfig
 from lynn.eval.collect import CollectConfig
 from lynn.eval.runner import EvalConfig
 from lynn.lm.train import SIZES, TrainConfig
@@ -32,6 +32,7 @@ CONFIG_COMMANDS: list[tuple[tuple[str, ...], type]] = [
     (("eval",), EvalConfig),
     (("collect",), CollectConfig),
     (("train", "world-model"), WorldModelConfig),
+    (("train", "reward-model"), RewardModelConfig),
 ]
 
 
@@ -197,6 +198,21 @@ def test_train_world_model_space_separated_data_and_keep_all_corrections() -> No
     assert args.reward and args.keep_all_corrections
     with pytest.raises(SystemExit):
         build_parser().parse_args(["train", "world-model", "--data", "A", "--out", "O", "--kind", "nope"])
+
+
+def test_train_reward_model_flags_as_the_card_writes_them_and_world_model_reward() -> None:
+    argv = ["train", "reward-model", "--data", "A", "B", "--out", "O", "--seed", "3", "--all-templates"]
+    cfg = config_from_args(RewardModelConfig, build_parser().parse_args(argv))
+    assert (cfg.data, cfg.out, cfg.seed, cfg.all_templates) == (["A", "B"], "O", 3, True)
+    cfg = config_from_args(RewardModelConfig, build_parser().parse_args(argv[:7]))
+    assert (cfg.seed, cfg.all_templates) == (0, False)
+    # `lynn train world-model --reward` trains the reward model from the world model's own flags.
+    wm = build_parser().parse_args(
+        ["train", "world-model", "--data", "A", "--out", "O", "--reward", "--seed", "2"]
+    )
+    assert config_from_args(RewardModelConfig, wm) == RewardModelConfig(
+        ["A"], "O", seed=2, all_templates=False
+    )
 
 
 def test_train_lm_role_has_its_choices() -> None:

@@ -107,6 +107,25 @@ class WorldModelConfig:
     heldout: list[str] = field(default_factory=lambda: list(HELDOUT_TEMPLATES))
 
 
+@dataclass
+class RewardModelConfig:
+    """``lynn train reward-model`` options (its flags are these fields; the training is
+    :func:`lynn.envs.worldmodel.reward_model.train_reward_model`, which writes ``reward.json``).
+
+    Attributes:
+        data: ``lynn collect Lynn/LiveWeb-v0`` output folders/files with transitions (train split used for
+            fitting; the held-out sets are measured).
+        out: output folder (``reward.json`` goes in it; a world model's folder may share it).
+        seed: seed of the drawn negatives (wrong answers, cut episodes) and of the templates treated as unseen.
+        all_templates: also fit on the held-out templates (else they are held out).
+    """
+
+    data: list[str] = field(metadata={"nargs": "+", "metavar": "PATH"})
+    out: str
+    seed: int = 0
+    all_templates: bool = False
+
+
 def cut_reply(text: str, count: Any, budget: int) -> str:
     """``text`` (a Δ ending with ``[End]``) cut after whole lines to fit ``budget`` tokens, closed with ``[End]``."""
     if count(text) <= budget:
@@ -328,12 +347,7 @@ def add_train_parsers(tsub: Any) -> None:
     w.add_argument("--reward", action="store_true", help="also train the reward model into --out")
     w.set_defaults(func=_cmd_world_model)
     r = tsub.add_parser("reward-model", help="the success predictor of imagined web episodes")
-    r.add_argument(
-        "--data", required=True, nargs="+", help="`lynn collect Lynn/LiveWeb-v0` output folders/files"
-    )
-    r.add_argument("--out", required=True)
-    r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--all-templates", action="store_true")
+    add_config_flags(r, RewardModelConfig)
     r.set_defaults(func=_cmd_reward_model)
 
 
@@ -348,11 +362,13 @@ def _cmd_world_model(args: Any) -> int:
 
 
 def _cmd_reward_model(args: Any) -> int:
+    """``lynn train reward-model`` (and ``lynn train world-model --reward``: its fields of the same names)."""
     from lynn.envs.worldmodel.reward_model import train_reward_model
 
+    cfg = config_from_args(RewardModelConfig, args)
     print(
         json.dumps(
-            train_reward_model(list(args.data), args.out, seed=args.seed, all_templates=args.all_templates),
+            train_reward_model(list(cfg.data), cfg.out, seed=cfg.seed, all_templates=cfg.all_templates),
             indent=1,
         )
     )
