@@ -268,8 +268,18 @@ def train_grpo(
     src = Path(cfg.model) / "lynn_train.json"
     if src.exists():
         info = json.loads(src.read_text())
+        # ... and the prompt options (slots, Done: line), without which the policy reads the plain prompt.
+        from lynn.agents.llm.rollouts import prompt_options
+
         (final / "lynn_train.json").write_text(
-            json.dumps({"context": info.get("context"), "grpo_from": cfg.model, "size": info.get("size")})
+            json.dumps(
+                {
+                    "context": info.get("context"),
+                    "grpo_from": cfg.model,
+                    "size": info.get("size"),
+                    "config": prompt_options(cfg.model),
+                }
+            )
         )
     records = prior + list(stats.pop("metrics", []))
     _reward_png(records, out / "reward.png", f"GRPO {cfg.mode} (S={cfg.staleness}, N={cfg.workers})")

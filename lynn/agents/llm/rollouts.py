@@ -16,6 +16,7 @@ scripts) are the second curriculum stage and are not run by this worker yet.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -103,6 +104,18 @@ class IdGenerator(Generator):
         return out
 
 
+#: Prompt options of ``lynn train lm`` that ``LMPolicy`` must reproduce for a model (``lynn_train.json`` config).
+PROMPT_OPTIONS = ("slots", "history")
+
+
+def prompt_options(model: str | Path) -> dict[str, bool]:
+    """The EVMQuest prompt options ``model`` was trained with (``{"slots": True, "history": True}``), read from its
+    ``lynn_train.json``; GRPO must sample and score on that prompt, not on the plain one."""
+    summary = Path(model) / "lynn_train.json"
+    cfg = json.loads(summary.read_text()).get("config", {}) if summary.exists() else {}
+    return {k: bool(cfg.get(k, False)) for k in PROMPT_OPTIONS}
+
+
 class RolloutWorker:
     """One GRPO inference worker (an Echo worker).
 
@@ -151,6 +164,7 @@ class RolloutWorker:
             temperature=temperature,
             max_new_tokens=max_new_tokens,
             context=self.gen.context,
+            **prompt_options(model),  # the prompt the base was trained on (slots, Done: line)
         )
         self.env = gym.make(
             EVMQUEST,

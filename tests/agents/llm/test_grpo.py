@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import math
 import os
+from pathlib import Path
 
 import pytest
 
@@ -450,3 +451,20 @@ def test_the_trainer_asks_for_an_evaluator_before_it_trains(tmp_path):
     with pytest.raises(ValueError, match="evaluate="):
         train_grpo(cfg)
     assert not (tmp_path / "run").exists()
+
+
+def test_rollouts_use_the_prompt_options_the_base_was_trained_with(tmp_path: Path) -> None:
+    """GRPO samples and scores on the base's own prompt: the zoo's EVMQuest LM was trained with literal slots and
+    a Done: line, and a rollout policy without them reads a prompt it never saw (14/62 against 61/62 held out)."""
+    from lynn.agents.llm.policy import LMPolicy
+    from lynn.agents.llm.rollouts import prompt_options
+    from lynn.zoo import resolve
+
+    base = resolve("zoo:evm-lm")
+    assert prompt_options(base) == {"slots": True, "history": True}
+    assert prompt_options(tmp_path) == {
+        "slots": False,
+        "history": False,
+    }  # no lynn_train.json: the plain prompt
+    policy = LMPolicy(env_id="Lynn/EVMQuest-v0", generator=object(), **prompt_options(base))
+    assert policy.slots and policy.history

@@ -150,3 +150,6 @@ def test_train_grpo_colocated_checkpoints_and_resume(tiny_lm, tmp_path):
     assert summary["staleness_hist"] == {"0": 2}
     assert (tmp_path / "run" / "reward.png").stat().st_size > 1000
     assert (tmp_path / "run" / "final" / "config.json").exists()
+    # The trained policy keeps the base's prompt options (lynn eval reads them from lynn_train.json).
+    final_info = json.loads((tmp_path / "run" / "final" / "lynn_train.json").read_text())
+    assert final_info["config"] == {"slots": False, "history": False}
