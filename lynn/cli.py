@@ -183,31 +183,13 @@ def cmd_train_lm(args: argparse.Namespace) -> int:
     return 0
 
 
-def _heldout_evm_eval(final: str, cfg: Any) -> dict[str, Any]:
-    """``lynn train grpo --eval``: the trained model on EVMQuest's held-out instances (every atomic task,
-    seeds from 0), as ``lynn eval --split atomic --agent lm`` runs it."""
-    from lynn.eval.runner import EvalConfig, evaluate
-
-    return evaluate(
-        EvalConfig(
-            env_id="Lynn/EVMQuest-v0",
-            agent="lm",
-            label="lm-grpo",
-            split="atomic",
-            out=str(Path(cfg.out) / "eval"),
-            agent_kwargs={"model": final},
-            workers=cfg.eval_workers,
-            progress=cfg.progress,
-        )
-    )
-
-
 def cmd_train_grpo(args: argparse.Namespace) -> int:
     from lynn.agents.llm.grpo_config import GRPOTrainConfig
     from lynn.agents.llm.grpo_trainer import train_grpo
+    from lynn.suite.heldout import evmquest_heldout
 
     cfg = config_from_args(GRPOTrainConfig, args)
-    s = train_grpo(cfg, evaluate=_heldout_evm_eval)
+    s = train_grpo(cfg, evaluate=evmquest_heldout)
     if args.json:
         print(json.dumps({k: v for k, v in s.items() if k != "history"}, sort_keys=True, default=str))
     else:

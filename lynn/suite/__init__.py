@@ -4,6 +4,7 @@
 - :mod:`lynn.suite.run`: :class:`~lynn.suite.run.SuiteConfig` and :func:`~lynn.suite.run.run_suite`
   (every env × its agents, the zoo's models for agent ``lm`` and the imagined web, then the leaderboard
   and the imagined-vs-real table).
+- :mod:`lynn.suite.heldout`: the held-out evaluation a trainer runs on its final model (handed to it by the CLI).
 - :mod:`lynn.suite.lm`, :mod:`lynn.suite.worldmodel`: what ``--train`` builds instead of using the zoo
   (the suite LM; the page-memory world model and reward model), and the imagined-vs-real comparison.
 
