@@ -17,10 +17,9 @@ import json
 import random
 from collections import Counter
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
-from lynn.lm.web_candidates import RankedChooser, episode_steps
+from lynn.lm.web_candidates import RankedChooser, load_steps
 
 
 def action_kind(reply: str) -> str:
@@ -51,16 +50,6 @@ def step_accuracy(chooser: RankedChooser, steps: Sequence[dict[str, Any]]) -> di
         "by_kind": {k: f"{right[k]}/{seen[k]}" for k in sorted(seen)},
         "misses": misses,
     }
-
-
-def load_steps(paths: Sequence[str]) -> list[dict[str, Any]]:
-    """Ranker/demo steps (:func:`episode_steps`) of ``lynn collect`` transitions files or folders."""
-    rows: list[dict[str, Any]] = []
-    for t in paths:
-        p = Path(t)
-        for f in sorted(p.rglob("transitions*.jsonl")) if p.is_dir() else [p]:
-            rows += [json.loads(line) for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
-    return episode_steps(rows)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

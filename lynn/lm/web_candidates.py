@@ -398,6 +398,18 @@ def episode_steps(transitions: Sequence[dict[str, Any]]) -> list[dict[str, Any]]
     return out
 
 
+def load_steps(paths: Sequence[str]) -> list[dict[str, Any]]:
+    """:func:`episode_steps` of ``lynn collect`` transitions files, or of every ``transitions*.jsonl`` under folders."""
+    import json
+
+    rows: list[dict[str, Any]] = []
+    for t in paths:
+        p = Path(t)
+        for f in sorted(p.rglob("transitions*.jsonl")) if p.is_dir() else [p]:
+            rows += [json.loads(line) for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return episode_steps(rows)
+
+
 @dataclass
 class AnswerPlan:
     """The decisions :meth:`RankedChooser._extend` takes to build an answer reply, as replies: ``first`` (its
@@ -703,12 +715,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--slots", action="store_true", help="goal literals as slot names (WebFormat.slots)")
     ap.add_argument("--show-options", action="store_true", help="combobox options on their line")
     args = ap.parse_args(argv)
-    rows: list[dict[str, Any]] = []
-    for t in args.transitions:
-        p = Path(t)
-        for f in sorted(p.rglob("transitions*.jsonl")) if p.is_dir() else [p]:
-            rows += [json.loads(line) for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
-    steps = episode_steps(rows)
+    steps = load_steps(args.transitions)
     bad = [s for s in steps if s["split"] != "train"]
     if bad:
         raise SystemExit(

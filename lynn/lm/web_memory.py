@@ -301,7 +301,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ``lynn collect`` expert transitions (train split only) into the model folder, and λ into its format."""
     import argparse
 
-    from lynn.lm.web_accuracy import load_steps
+    from lynn.lm.web_candidates import load_steps
 
     ap = argparse.ArgumentParser(prog="python -m lynn.lm.web_memory", description=main.__doc__)
     ap.add_argument("transitions", nargs="+", help="transitions.jsonl files or folders (train split)")
