@@ -397,7 +397,8 @@ def build(
     """Retrain zoo models from scratch with their cards' commands (``make models``).
 
     Each card's ``data_commands`` run once per ``$DATA/NAME`` (a ``.done`` stamp; cards share data), then
-    its ``commands`` with ``$OUT`` = ``out/NAME`` and ``$DATA`` set, from the repository root. With
+    its ``commands`` with ``$OUT`` = ``out/NAME`` and ``$DATA`` set, from the repository root; drafts
+    (kind ``lm-draft``) after the other models, since they are distilled from the zoo's target. With
     ``install`` the result replaces the zoo's folder (card figures kept; files and sha256 renewed);
     otherwise it stays in ``out/NAME`` to compare first (replace a checkpoint only when it improves).
 
@@ -405,7 +406,11 @@ def build(
         One ``{"name", "out", "minutes", "commands"}`` per model.
     """
     root = Path(root) if root is not None else zoo_dir()
-    chosen = [c for c in cards(root) if not names or c.name in names]
+    # Drafts last: a draft's command distils the zoo's target (--teacher zoo:evm-lm), which with ``install``
+    # is the freshly rebuilt one by then.
+    chosen = sorted(
+        (c for c in cards(root) if not names or c.name in names), key=lambda c: c.kind == "lm-draft"
+    )
     unknown = sorted(set(names or []) - {c.name for c in chosen})
     if unknown:
         raise ZooError(f"no zoo model(s) {unknown}; the zoo has: {', '.join(c.name for c in cards(root))}")

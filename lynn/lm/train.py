@@ -51,8 +51,9 @@ class TrainConfig:
         out: output folder (``save_pretrained`` model + tokenizer, ``checkpoints/``, ``loss.png``).
         size: preset in :data:`SIZES`.
         role: ``target`` (trained on the demonstrations) or ``draft`` (distilled from ``teacher``).
-        teacher: the target folder a draft learns from (its tokenizer is reused).
-        base: fine-tune this local HF causal LM (and its tokenizer) instead of a fresh model.
+        teacher: the target folder a draft learns from (its tokenizer is reused); a zoo name works
+            (``zoo:evm-lm``, checked against its card).
+        base: fine-tune this local HF causal LM (and its tokenizer) instead of a fresh model (or a zoo name).
         epochs: passes over the data, resolved to ``ceil(examples / batch_size * epochs)`` steps (used
             when ``steps`` is not given).
         steps: optimiser steps of the whole run (the schedule's length; a resumed run goes on to it).
@@ -410,6 +411,10 @@ def train_lm(cfg: TrainConfig, reply_transform: Any = None) -> dict[str, Any]:
         raise ValueError("role must be 'target' or 'draft'")
     if cfg.role == "draft" and not cfg.teacher:
         raise ValueError("a draft is distilled from a target: pass teacher=DIR (--teacher)")
+    from lynn import zoo
+
+    # "zoo:NAME" -> the checked folder (a zoo card's command distils the zoo's target: --teacher zoo:evm-lm)
+    teacher, base = zoo.resolve(cfg.teacher), zoo.resolve(cfg.base)
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     random.seed(cfg.seed)
@@ -464,7 +469,7 @@ def train_lm(cfg: TrainConfig, reply_transform: Any = None) -> dict[str, Any]:
             for d in demos
         ]
 
-    tok_src = cfg.teacher if cfg.role == "draft" else cfg.base
+    tok_src = teacher if cfg.role == "draft" else base
     if tok_src:
         tokenizer = AutoTokenizer.from_pretrained(tok_src)
         if tokenizer.pad_token is None:
@@ -479,8 +484,8 @@ def train_lm(cfg: TrainConfig, reply_transform: Any = None) -> dict[str, Any]:
         tokenizer = train_tokenizer(chat_texts(demos), vocab_size=cfg.vocab_size or preset["vocab"])
     tokenizer.padding_side = "left"
     tokenizer.save_pretrained(str(out))  # a run cut short resumes with this very vocabulary
-    if cfg.role == "draft" and cfg.teacher:  # (a draft without a teacher was refused above)
-        demos = _distill_replies(cfg.teacher, demos, context, cfg.progress)
+    if cfg.role == "draft" and teacher:  # (a draft without a teacher was refused above)
+        demos = _distill_replies(teacher, demos, context, cfg.progress)
 
     examples, dropped = [], 0
     for d in demos:
@@ -504,8 +509,8 @@ def train_lm(cfg: TrainConfig, reply_transform: Any = None) -> dict[str, Any]:
         )
     random.shuffle(examples)
 
-    if cfg.base and cfg.role == "target":
-        model = AutoModelForCausalLM.from_pretrained(cfg.base)
+    if base and cfg.role == "target":
+        model = AutoModelForCausalLM.from_pretrained(base)
     else:
         model = AutoModelForCausalLM.from_config(model_config(cfg.size, len(tokenizer), tokenizer))
     n_params = sum(p.numel() for p in model.parameters())
