@@ -390,6 +390,7 @@ def episode_steps(transitions: Sequence[dict[str, Any]]) -> list[dict[str, Any]]
                 "split": r["split"],
                 "step": r["step"],
                 "success": r.get("success"),
+                "reward": r.get("reward"),
             }
         )
         done = r.get("executed", r["action"])  # DAgger records: the learner's action, labelled by the expert
@@ -590,6 +591,39 @@ def score_replies(
     return scores
 
 
+@dataclass
+class Choice:
+    """One decision of :class:`RankedChooser`: the reply (as the env's literals), the env action, the prompt
+    (chat messages), the reply as the model reads and scores it (``shown``: slot names when
+    ``WebFormat.slots``), the candidate taken (``index``) and the distribution it was drawn from (``probs``:
+    the policy's over the page's candidates at the decision's temperature, 1 when greedy)."""
+
+    reply: str
+    action: str
+    messages: list[dict[str, str]]
+    shown: str
+    index: int
+    probs: list[float]
+
+    def token_ids(self, tokenizer: Any) -> tuple[list[int], list[int]]:
+        """(prompt ids, reply ids with the end-of-turn token): the split :func:`score_replies` scores."""
+        return reply_token_ids(tokenizer, self.messages, self.shown)
+
+
+def reply_token_ids(
+    tokenizer: Any, messages: list[dict[str, str]], reply: str
+) -> tuple[list[int], list[int]]:
+    """(prompt ids, ``reply``'s ids with its end-of-turn token) after ``messages``, as :func:`score_replies`
+    splits them: what an RL learner recomputes the chooser's log-likelihood of a reply from."""
+    from lynn.lm.tokenizer import encode_chat
+
+    prompt = encode_chat(tokenizer, messages, add_generation_prompt=True)
+    full = encode_chat(
+        tokenizer, [*messages, {"role": "assistant", "content": reply}], add_generation_prompt=False
+    )
+    return prompt, full[len(prompt) :]
+
+
 class RankedChooser:
     """Chooses a LiveWeb action among :func:`candidates` by the LM's likelihood (what ``LMPolicy`` runs for
     a model saved with ``lynn_web.json``).
@@ -610,7 +644,21 @@ class RankedChooser:
         self.goal = ""
 
     def choose(self, obs: dict[str, Any], replies: Sequence[str]) -> tuple[str, str]:
-        """(reply, env action) for ``obs`` after ``replies``."""
+        """(reply, env action) for ``obs`` after ``replies``: the most likely candidate."""
+        c = self.decide(obs, replies)
+        return c.reply, c.action
+
+    def decide(
+        self, obs: dict[str, Any], replies: Sequence[str], temperature: float = 0.0, rng: Any = None
+    ) -> Choice:
+        """The decision for ``obs`` after ``replies``, with the token ids an RL learner trains on.
+
+        ``temperature > 0`` samples the candidate from the policy's distribution (the LM's softmax, mixed
+        with the action memory when there is one) sharpened or flattened by ``temperature``, from ``rng``
+        (a ``random.Random``); ``0`` takes the most likely one. An answer is then completed as greedy
+        decoding does (memory pattern, else part-by-part extension), so the sampled decision is the
+        candidate, and the completion ids are the whole reply as the model scores it.
+        """
         page = parse_page(str(obs.get("axtree", "")))
         units = self.ranker.top(str(obs.get("goal", "")), page, _history_refs(replies, page), self.fmt.k)
         msgs = render_ranked(obs, replies, self.fmt, units)
@@ -630,7 +678,17 @@ class RankedChooser:
             slots = web_slots(self.goal)  # the memory's own delexicalisation, whatever the LM reads
             forms = [reply_form(r, mask_slots(r, slots), self.memory.constants, where) for r in raw]
             pick = mix(scores, forms, counts, self.fmt.memory_weight)
-        best = max(range(len(cands)), key=lambda i: pick[i])
+        import math
+
+        tau = temperature if temperature > 0 else 1.0
+        w = [math.exp((x - max(pick)) / tau) for x in pick]
+        probs = [x / sum(w) for x in w]
+        if temperature > 0 and len(cands) > 1:
+            import random
+
+            best = (rng or random.Random()).choices(range(len(cands)), weights=probs)[0]
+        else:
+            best = max(range(len(cands)), key=lambda i: pick[i])
         reply, action = cands[best]
         if reply.startswith("answer ") and reply != 'answer "done"':
             first = answer_text(action) or ""
@@ -640,9 +698,10 @@ class RankedChooser:
                 else None
             )
             if built is not None:
-                return f"answer {q(built)}", f"send_msg_to_user({built!r})"
-            reply, action = self._extend(msgs, units, first, scores[best])
-        return reply, action
+                reply, action = f"answer {q(built)}", f"send_msg_to_user({built!r})"
+            else:
+                reply, action = self._extend(msgs, units, first, scores[best])
+        return Choice(reply, action, msgs, shown_replies([reply], self.goal, self.fmt)[0], best, probs)
 
     def _recall_answer(self, first: str, page: Sequence[Element]) -> str | None:
         """The whole answer after its first part as the memory's answers of this template went on (None: no

@@ -37,7 +37,9 @@ class DynaWebConfig:
     )
     out: str = _f("", "run folder: checkpoints/, final/, curve.png, summary.json", required=True)
     world_model: str = _f("", "a `lynn train world-model` folder (imagination; also its starts.jsonl)")
-    reward_model: str = _f("", "a folder/reward.json from `lynn train reward-model` (default: world_model)")
+    reward_model: str = _f(
+        "", "a folder/reward.json from `lynn train reward-model` (default: world_model's, else the zoo's)"
+    )
     env: str = _f(IMAGINED, f"where rollouts run: {IMAGINED} (DynaWeb) or {REAL} (the live-RL baseline)")
     expert_data: str = _f("", "`lynn collect` demos of the LiveWeb expert on train instances (interleaving)")
     tasks: list[str] = _f([], "train task ids to sample (default: every train task with a start page)")

@@ -43,12 +43,22 @@ class ExpertBank:
 
     episodes: list[list[tuple[list[dict[str, str]], str]]]
     task_ids: list[str]
+    ranked: bool = False
+    real_steps: int = 0
     _encoded: dict[int, Trajectory] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def load(cls, data: str | Path, tasks: Sequence[str] | None = None) -> ExpertBank:
+    def load(
+        cls, data: str | Path, tasks: Sequence[str] | None = None, policy: str | None = None
+    ) -> ExpertBank:
         """Successful train-split LiveWeb expert episodes in ``data`` (a ``lynn collect`` folder/file);
-        ``tasks`` restricts them to those task ids. Held-out instances are never read (split filter)."""
+        ``tasks`` restricts them to those task ids. Held-out instances are never read (split filter).
+
+        ``policy``: the policy's model folder. When it holds ``lynn_web.json`` (a ranked-format policy) each
+        expert step is rendered as that policy reads a page (:func:`lynn.lm.web_candidates.ranked_demos`, from
+        the recorded ``transitions.jsonl``), its reply as the model scores it."""
+        if policy is not None and (Path(policy) / "lynn_web.json").exists():
+            return cls._load_ranked(data, tasks, Path(policy))
         from lynn.lm.data import read_demos
         from lynn.lm.prompts import LIVEWEB, WORLDMODEL
 
@@ -70,7 +80,34 @@ class ExpertBank:
                 f"no successful train-split expert episodes in {data}; "
                 "record some with `lynn collect Lynn/LiveWeb-v0 --split train --out DIR`"
             )
-        return cls(episodes, ids)
+        return cls(episodes, ids, real_steps=sum(len(e) for e in episodes))
+
+    @classmethod
+    def _load_ranked(cls, data: str | Path, tasks: Sequence[str] | None, policy: Path) -> ExpertBank:
+        import json
+
+        from lynn.lm.web_candidates import WebFormat, load_steps, ranked_demos
+
+        fmt = WebFormat(**json.loads((policy / "lynn_web.json").read_text()))
+        steps = [s for s in load_steps([str(data)]) if s["split"] == "train"]
+        won = {(s["task_id"], s["seed"]) for s in steps if s["success"] or (s["reward"] or 0) > 0}
+        keep = [
+            s for s in steps if (s["task_id"], s["seed"]) in won and (not tasks or s["task_id"] in set(tasks))
+        ]
+        by_ep: dict[tuple[str, int], list[Any]] = {}
+        for d in ranked_demos(keep, fmt):  # a step whose reply no candidate holds has no demo (rare)
+            by_ep.setdefault((d.task_id, d.seed), []).append(d)
+        episodes, ids = [], []
+        for (tid, _), demos in sorted(by_ep.items()):
+            demos.sort(key=lambda d: d.step)
+            episodes.append([(d.messages[:-1], d.messages[-1]["content"]) for d in demos])
+            ids.append(tid)
+        if not episodes:
+            raise ValueError(
+                f"no successful train-split expert transitions in {data}; "
+                "record some with `lynn collect Lynn/LiveWeb-v0 --split train --out DIR`"
+            )
+        return cls(episodes, ids, ranked=True, real_steps=len(keep))
 
     def __len__(self) -> int:
         return len(self.episodes)
@@ -78,7 +115,7 @@ class ExpertBank:
     @property
     def steps(self) -> int:
         """Real environment steps these episodes took (they count as real interactions)."""
-        return sum(len(e) for e in self.episodes)
+        return self.real_steps or sum(len(e) for e in self.episodes)
 
     def encode(self, i: int, tokenizer: Any, context: int, reply_budget: int) -> Trajectory:
         """Episode ``i`` as a :class:`Trajectory` of token rows (cached)."""
@@ -94,6 +131,11 @@ class ExpertBank:
 
         steps = []
         for msgs, action in self.episodes[i]:
+            if self.ranked:  # the split the chooser scores its candidates by
+                from lynn.lm.web_candidates import reply_token_ids
+
+                steps.append(Step(*reply_token_ids(tokenizer, msgs, action), action))
+                continue
             prompt = fit_web_messages(msgs, fits)
             ex = encode_example(tokenizer, [*prompt, {"role": "assistant", "content": action}], 10**9)
             assert ex is not None

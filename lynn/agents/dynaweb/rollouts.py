@@ -8,6 +8,17 @@ every step the policy answers all live episodes in one batched generation
 stepped one after the other. Each step keeps the prompt and reply token ids the policy used
 (:class:`lynn.agents.llm.rollouts.IdGenerator`), so the learner recomputes log-probs itself.
 
+**Ranked-format policies** (a policy folder with ``lynn_web.json``, e.g. ``zoo:web-lm``) do not generate.
+Their chooser (:class:`lynn.lm.web_candidates.RankedChooser`) samples one of the page's valid candidate
+actions from the policy's own distribution at the rollout temperature — the LM's softmax over the
+candidates, mixed with the action memory of expert replies (``λ·p_kNN + (1 − λ)·p_LM``) — and the step keeps
+the prompt and the chosen reply's token ids exactly as the chooser scored them
+(:meth:`~lynn.lm.web_candidates.Choice.token_ids`). The learner then raises or lowers the LM's likelihood of
+that reply: RL trains the LM, the memory stays as built. The actions were drawn from the mixture, not from
+the LM alone, and no importance weight corrects for that (the memory is fixed and shares every update's
+mass with the LM, so the LM's likelihood is the part of the policy a gradient can move). Each episode keeps
+its own reply history (the chooser's prompt lists it) while the batch's rows shift as episodes end.
+
 An episode ends when the policy answers (``send_msg_to_user`` / ``report_infeasible``) or at the
 horizon: the envs are made with ``max_steps=horizon``, so a rollout cut there is still scored (by the
 reward model in imagination, by the task's evaluators on the real site). Its reward is the last step's.
@@ -18,6 +29,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 __all__ = ["Step", "Trajectory", "make_envs", "make_policy", "run_episodes"]
@@ -64,8 +76,13 @@ def make_envs(
 
     env_id = env_id.removeprefix("lynn:")
     if env_id == "Lynn/WebWorldModel-v0":
+        if not reward_model and not self_assess:  # the world model's own reward.json, else the zoo's
+            from lynn import zoo
+
+            has = (Path(zoo.resolve(world_model)) / "reward.json").exists()
+            reward_model = world_model if has else zoo.default_for(env_id, "reward_model")
         kw: dict[str, Any] = dict(
-            reward_model=reward_model or world_model,
+            reward_model=reward_model,
             split=split,
             max_steps=horizon,
             reward_mode=reward_mode,
@@ -89,19 +106,40 @@ def make_envs(
 
 
 def make_policy(
-    model: Any, tokenizer: Any, env_id: str, temperature: float, max_new_tokens: int, context: int
+    model: Any,
+    tokenizer: Any,
+    env_id: str,
+    temperature: float,
+    max_new_tokens: int,
+    context: int,
+    folder: str | None = None,
 ) -> Any:
-    """An ``LMPolicy`` over ``model`` whose generations carry token ids (an :class:`IdGenerator`)."""
+    """An ``LMPolicy`` over ``model`` whose generations carry token ids (an :class:`IdGenerator`).
+
+    ``folder``: the starting policy's model folder; when it holds ``lynn_web.json`` (a ranked-format policy,
+    e.g. ``zoo:web-lm``) the policy chooses among the page's candidates with its chooser (and action memory)
+    over ``model``'s live weights, sampling the candidate at ``temperature``.
+    """
     from lynn.agents.llm.policy import LMPolicy
     from lynn.agents.llm.rollouts import IdGenerator
 
+    ranked = folder is not None and (Path(folder) / "lynn_web.json").exists()
     return LMPolicy(
         env_id=env_id.removeprefix("lynn:"),
         generator=IdGenerator(model, tokenizer),
+        model=folder if ranked else None,
         temperature=temperature,
         max_new_tokens=max_new_tokens,
         context=context,
     )
+
+
+def _ids(g: Any, tokenizer: Any) -> tuple[list[int], list[int]]:
+    """A generation's (prompt ids, completion ids): a chooser's decision re-encodes its prompt and reply."""
+    choice = g.stats.get("choice")
+    if choice is not None:
+        return choice.token_ids(tokenizer)
+    return list(g.stats["prompt_ids"]), list(g.stats["completion_ids"])
 
 
 def run_episodes(
@@ -127,6 +165,8 @@ def run_episodes(
     policy.reset(seed=seed)
     policy.calls = 0
     batched = all(isinstance(e, WebWorldModelEnv) for e in envs)
+    chooser = getattr(policy, "chooser", None) is not None
+    tok = policy.generator.tokenizer
     out: list[Trajectory] = []
     for w in range(0, len(episodes), len(envs)):
         wave = list(episodes[w : w + len(envs)])
@@ -137,19 +177,25 @@ def run_episodes(
             obs.append(o)
             trajs.append(Trajectory(tid, [], source=source, seed=int(s)))
         done = [False] * len(wave)
+        hist: list[list[str]] = [[] for _ in wave]
         t0 = time.perf_counter()
         for _ in range(horizon):
             idx = [i for i, d in enumerate(done) if not d]
             if not idx:
                 break
+            if chooser:  # rows shift as episodes end: hand each live episode its own reply history
+                policy.replies = [hist[i] for i in idx]
             actions = policy.act_batch([obs[i] for i in idx], [{} for _ in idx])
             gens = policy.last_generations
+            if chooser:
+                for j, i in enumerate(idx):
+                    hist[i] = policy.replies[j]
             if batched:
                 results = WebWorldModelEnv.step_batch([live[i] for i in idx], actions)
             else:
                 results = [live[i].step(a) for i, a in zip(idx, actions, strict=True)]
             for i, a, g, (o, r, term, trunc, info) in zip(idx, actions, gens, results, strict=True):
-                trajs[i].steps.append(Step(list(g.stats["prompt_ids"]), list(g.stats["completion_ids"]), a))
+                trajs[i].steps.append(Step(*_ids(g, tok), a))
                 trajs[i].errors += bool(info.get("error"))
                 obs[i] = o
                 if term or trunc:

@@ -100,11 +100,17 @@ def _save(learner: Any, out: Path, update: int, extra: dict[str, Any], policy: s
     return final
 
 
+POLICY_META = ("lynn_train.json", "lynn_web.json", "lynn_memory.json.gz")
+
+
 def _copy_meta(policy: str | Path, dest: Path) -> None:
-    """The BC model's ``lynn_train.json`` (its context: how LMPolicy cuts pages) travels with every copy."""
-    src = Path(policy) / "lynn_train.json"
-    if src.exists():
-        shutil.copy(src, dest / "lynn_train.json")
+    """The starting policy's files beside its weights travel with every copy: ``lynn_train.json`` (its
+    context: how LMPolicy cuts pages) and, for a ranked-format policy, its format and action memory (RL
+    trains the LM's weights; the memory of expert replies it is mixed with stays as it was)."""
+    for name in POLICY_META:
+        src = Path(policy) / name
+        if src.exists():
+            shutil.copy(src, dest / name)
 
 
 def _curve(
@@ -166,11 +172,13 @@ def train_dynaweb(cfg: DynaWebConfig) -> dict[str, Any]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from lynn import zoo
     from lynn.agents.dynaweb.expert import ExpertBank, expert_count
     from lynn.agents.dynaweb.learner import DynaWebLearner, loss_config, trajectory_rows
     from lynn.agents.dynaweb.rollouts import make_envs, make_policy, run_episodes
 
     torch.set_num_threads(max(1, int(cfg.threads)))
+    policy_dir = str(zoo.resolve(cfg.policy))  # "zoo:web-lm" -> its checked folder
     out = Path(cfg.out)
     ckpt = latest_checkpoint(out) if cfg.resume else None
     if not cfg.resume and latest_checkpoint(out) is not None:
@@ -179,10 +187,10 @@ def train_dynaweb(cfg: DynaWebConfig) -> dict[str, Any]:
         )
     out.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()
-    tok = AutoTokenizer.from_pretrained(cfg.policy)
-    model = AutoModelForCausalLM.from_pretrained(ckpt or cfg.policy)
-    context = _context(cfg.policy, model)
-    ref = AutoModelForCausalLM.from_pretrained(cfg.policy) if cfg.beta else None
+    tok = AutoTokenizer.from_pretrained(policy_dir)
+    model = AutoModelForCausalLM.from_pretrained(ckpt or policy_dir)
+    context = _context(policy_dir, model)
+    ref = AutoModelForCausalLM.from_pretrained(policy_dir) if cfg.beta else None
     learner = DynaWebLearner(model, tok, loss_config(cfg), ref_model=ref, iterations=cfg.iterations)
     history: list[dict[str, Any]] = []
     evals: list[dict[str, Any]] = []
@@ -202,9 +210,9 @@ def train_dynaweb(cfg: DynaWebConfig) -> dict[str, Any]:
     )
     tasks = _train_tasks(cfg, envs[0])
     val_tasks = _spread(tasks, cfg.eval_tasks) if cfg.eval_every else []
-    expert = ExpertBank.load(cfg.expert_data, tasks) if cfg.expert_ratio > 0 else None
-    policy = make_policy(model, tok, cfg.env, cfg.temperature, cfg.max_new_tokens, context)
-    greedy = make_policy(model, tok, REAL, 0.0, cfg.max_new_tokens, context)
+    expert = ExpertBank.load(cfg.expert_data, tasks, policy=policy_dir) if cfg.expert_ratio > 0 else None
+    policy = make_policy(model, tok, cfg.env, cfg.temperature, cfg.max_new_tokens, context, policy_dir)
+    greedy = make_policy(model, tok, REAL, 0.0, cfg.max_new_tokens, context, policy_dir)
     val_envs: list[Any] = []
 
     def validate(update: int) -> None:
@@ -281,7 +289,7 @@ def train_dynaweb(cfg: DynaWebConfig) -> dict[str, Any]:
                     "seconds": spent_s + time.monotonic() - started,
                     "dynaweb_config": cfg.to_dict(),
                 }
-                _save(learner, out, u + 1, extra, cfg.policy)
+                _save(learner, out, u + 1, extra, policy_dir)
             if bar is not None:
                 bar.update(1)
                 post = {"reward": f"{rec['rollout_reward']:.2f}", "loss": f"{m['loss']:+.3f}"}
@@ -298,7 +306,7 @@ def train_dynaweb(cfg: DynaWebConfig) -> dict[str, Any]:
         shutil.rmtree(final)
     learner.model.save_pretrained(final)
     tok.save_pretrained(final)
-    _copy_meta(cfg.policy, final)
+    _copy_meta(policy_dir, final)
     last = history[-5:]
     summary: dict[str, Any] = {
         "config": cfg.to_dict(),
@@ -326,10 +334,13 @@ def train_dynaweb(cfg: DynaWebConfig) -> dict[str, Any]:
 def _real_interactions(cfg: DynaWebConfig, counts: dict[str, int], expert: Any) -> dict[str, Any]:
     """Real environment steps behind the trained policy (validation steps are reported apart: they
     only draw the curve; nothing trains on them and no checkpoint is chosen by them)."""
+    from lynn import zoo
+    from lynn.envs.worldmodel.model import open_text, stored
+
     wm_rows = 0
-    mem = Path(cfg.world_model) / "memory.jsonl" if cfg.world_model else None
+    mem = stored(Path(zoo.resolve(cfg.world_model)) / "memory.jsonl") if cfg.world_model else None
     if cfg.imagined and mem is not None and mem.exists():
-        with mem.open(encoding="utf-8") as fh:
+        with open_text(mem) as fh:
             wm_rows = sum(1 for line in fh if line.strip())
     bank = expert.steps if expert is not None else 0
     return {

@@ -42,7 +42,8 @@ class LMPolicy(Agent):
         llm_url: an OpenAI-compatible endpoint (``http://HOST:PORT/v1``); selects the ``openai`` backend.
         backend: ``transformers`` (default), ``openai`` or ``vllm``.
         speculative: ``None``, ``strict``, ``mars`` or ``typical`` (transformers backend).
-        drafter: ``prompt_lookup`` or ``draft``; ``draft``: the draft model folder.
+        drafter: ``prompt_lookup`` or ``draft``; ``draft``: the draft model folder or zoo name (default with
+            ``drafter="draft"`` and the zoo's target: the zoo's draft for the env, ``zoo:evm-draft`` on EVMQuest).
         theta: MARS threshold; gamma: initial draft length.
         temperature: 0 = greedy; sampling draws from the agent's seed.
         max_new_tokens: reply budget (default 640 for EVMQuest scripts, 96 for web actions).
@@ -103,9 +104,16 @@ class LMPolicy(Agent):
             )
         from lynn import zoo
 
+        zoo_env = EVMQUEST if self.env_id == EVMQUEST else WEB_IDS[0]
         if generator is None and model is None and llm_url is None and backend in (None, "transformers"):
             # No model given: the zoo's LM for this env (LiveWeb's for the imagined web too).
-            model = zoo.default_for(EVMQUEST if self.env_id == EVMQUEST else WEB_IDS[0], "lm")
+            model = zoo.default_for(zoo_env, "lm")
+        if speculative and drafter == "draft" and draft is None and zoo.is_zoo_name(model):
+            # The zoo's draft only beside the zoo's target for this env: it was distilled from it (one tokenizer).
+            if any(
+                c.name == model[len(zoo.PREFIX) :] and c.default_for.get(zoo_env) == "lm" for c in zoo.cards()
+            ):
+                draft = zoo.default_for(zoo_env, "draft")  # none shipped: ZooError says pass draft=PATH
         model, draft = zoo.resolve(model), zoo.resolve(draft)  # "zoo:NAME" -> its checked folder
         if constraint is None and model and (Path(model) / DECODE_FILE).exists():
             constraint = json.loads((Path(model) / DECODE_FILE).read_text()).get("constraint")
@@ -258,17 +266,25 @@ class LMPolicy(Agent):
     def _choose_batch(self, obs_list: list[Any]) -> list[str]:
         """Ranked format: each row's action chosen among its page's valid candidates (one row's history each;
         a row whose observation has no last action starts a new episode)."""
+        import random
+
+        from lynn.lm.backends import Generation
+
         while len(self.replies) < len(obs_list):
             self.replies.append([])
-        out = []
+        # temperature > 0 samples each row's candidate (RL rollouts); the stream continues from the seed
+        rng = random.Random(None if self.seed is None else (self.seed + self.calls) % (2**31))
+        out, gens = [], []
         for i, obs in enumerate(obs_list):
             if not obs.get("last_action"):
                 self.replies[i] = []
-            reply, action = self.chooser.choose(obs, self.replies[i])
-            self.replies[i].append(reply)
+            c = self.chooser.decide(obs, self.replies[i], self.temperature, rng)
+            self.replies[i].append(c.reply)
             self.prompt_tokens += self.chooser.last_prompt_tokens
             self.completion_tokens += 1
-            out.append(action)
+            out.append(c.action)
+            gens.append(Generation(c.reply, self.chooser.last_prompt_tokens, 1, stats={"choice": c}))
+        self.last_generations = gens
         self.calls += 1
         return out
 

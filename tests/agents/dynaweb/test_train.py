@@ -139,3 +139,54 @@ def test_real_validation_and_the_dynaweb_agent_on_liveweb(run_cfg, tmp_path):
     )  # fmt: skip
     assert r.returncode == 0, r.stderr[-2000:]
     assert json.loads(r.stdout.strip().splitlines()[-1])["episodes"] == 1
+
+
+@pytest.fixture
+def ranked_policy(web_policy: Path, web_data: dict, tmp_path: Path) -> Path:
+    """The tiny BC policy as a ranked-format policy: its format (``lynn_web.json``) and action memory fitted
+    on the session's train transitions, as ``python -m lynn.lm.web_candidates`` / ``web_memory`` write them."""
+    import dataclasses
+    import shutil
+
+    from lynn.lm.web_candidates import learn_format, load_steps
+    from lynn.lm.web_memory import MEMORY_FILE, ActionMemory
+
+    out = tmp_path / "ranked"
+    shutil.copytree(web_policy, out)
+    steps = load_steps([str(web_data["train"])])
+    fmt = dataclasses.replace(learn_format(steps, k=20), slots=True, memory_weight=0.5)
+    (out / "lynn_web.json").write_text(json.dumps(dataclasses.asdict(fmt)))
+    ActionMemory.build(steps, min_episodes=1).save(out / MEMORY_FILE)
+    return out
+
+
+def test_a_ranked_policy_trains_on_the_replies_its_chooser_scores(run_cfg, ranked_policy, web_data):
+    """zoo:web-lm's kind of policy (candidates ranked by the LM, mixed with an action memory): rollouts sample
+    the chooser's candidates, expert rows are rendered as it reads pages, and final/ keeps its format and memory."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from lynn.agents.dynaweb.train import train_dynaweb
+    from lynn.lm.web_candidates import RankedChooser, load_steps
+
+    bank = ExpertBank.load(web_data["train"], policy=str(ranked_policy))
+    assert bank.ranked and len(bank) == 9
+    tok = AutoTokenizer.from_pretrained(ranked_policy)
+    chooser = RankedChooser.from_folder(
+        AutoModelForCausalLM.from_pretrained(ranked_policy), tok, ranked_policy
+    )
+    first = [st for st in load_steps([str(web_data["train"])]) if st["task_id"] == bank.task_ids[0]]
+    traj = bank.encode(0, tok, context=512, reply_budget=24)
+    for st, step, (msgs, reply) in zip(first, traj.steps, bank.episodes[0], strict=True):
+        assert chooser.decide(st["obs"], st["replies"]).messages == msgs  # the page as the policy reads it
+        assert tok.decode(step.completion_ids, skip_special_tokens=True) == reply
+    s = train_dynaweb(
+        run_cfg(policy=str(ranked_policy), expert_ratio=0.5, updates=2, group_size=3, horizon=3)
+    )
+    assert all(h["rollout_parse_errors"] == 0 for h in s["history"])  # every action a page candidate
+    assert all(h["expert_rows"] > 0 for h in s["history"])
+    final = Path(s["final"])
+    for name in ("lynn_web.json", "lynn_memory.json.gz", "model.safetensors"):
+        assert (final / name).exists()
+    w0, w1 = _weights(ranked_policy), _weights(final)
+    assert any(not torch.equal(w0[k], w1[k]) for k in w0)  # the LM's weights were trained
