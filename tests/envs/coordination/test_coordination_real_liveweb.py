@@ -47,7 +47,14 @@ def test_an_lm_worker_in_one_mixed_evmquest_and_liveweb_stream(tmp_path: Path, t
     cache = tmp_path / "cache.jsonl"
     kwargs = {
         "workers": "lynn.agents.workers:evmquest_pool",
-        "worker_kwargs": {"target": str(tiny_lm), "web_target": str(tiny_lm), "include": ["lm-target"]},
+        # max_new_tokens caps the EVMQuest replies only (LiveWeb keeps its own budget): the tiny LM fails the
+        # query instances by running to its budget, 3 attempts of LMPolicy's default 640 tokens each.
+        "worker_kwargs": {
+            "target": str(tiny_lm),
+            "web_target": str(tiny_lm),
+            "include": ["lm-target"],
+            "max_new_tokens": 48,
+        },
         "categories": ("query",),
         "liveweb_families": (FAMILY,),
         "stream_seeds": (0,),

@@ -19,6 +19,11 @@ from lynn.envs.coordination.workers_protocol import ResultCache
 
 pytestmark = pytest.mark.slow  # worker processes each boot a chain (~1-3 min in all on 2 busy cores)
 
+#: The LM workers' reply budget per attempt. The session's tiny LM fails these instances by running to its
+#: budget (3 attempts per execution), so LMPolicy's default 640 made each LM execution 1,920 generated
+#: tokens; nothing asserted here depends on the budget (tokens > 0, cost = tokens x price, equal verdicts).
+LM_TOKENS = 48
+
 SPECS = [
     {"name": "steady", "kind": "oracle", "price_per_call": 1.0, "failure_rate": 0.0},
     {"name": "coin", "kind": "oracle", "price_per_call": 0.2, "failure_rate": 0.5},
@@ -151,7 +156,9 @@ def test_lm_policy_worker_in_its_own_process(tiny_lm: Path, tmp_path: Path) -> N
     """An LMPolicy worker (a tiny in-repo model trained in seconds) next to the oracle: tokens and cost measured."""
     from lynn.agents.workers import PRICES, evmquest_pool
 
-    workers = evmquest_pool(target=str(tiny_lm), draft=str(tiny_lm), include=["lm-target", "oracle"])
+    workers = evmquest_pool(
+        target=str(tiny_lm), draft=str(tiny_lm), include=["lm-target", "oracle"], max_new_tokens=LM_TOKENS
+    )
     env = CoordinationEnv(
         scenario="real-pool",
         scenario_kwargs={
@@ -206,9 +213,16 @@ def test_the_draft_alone_worker_and_a_target_degraded_to_it(
     ``lm-target``'s model for it silently (same slot, same name and card, the draft's outcomes)."""
     from lynn.agents.workers import PRICES, evmquest_pool
 
-    workers = evmquest_pool(target=str(tiny_lm), draft=str(tiny_draft), include=["lm-target", "lm-draft"])
+    workers = evmquest_pool(
+        target=str(tiny_lm),
+        draft=str(tiny_draft),
+        include=["lm-target", "lm-draft"],
+        max_new_tokens=LM_TOKENS,
+    )
     target, draft = workers
-    assert draft.spec.lm == {"model": str(tiny_draft)} and draft.key != target.key
+    assert (
+        draft.spec.lm == {"model": str(tiny_draft), "max_new_tokens": LM_TOKENS} and draft.key != target.key
+    )
     env = CoordinationEnv(
         scenario="real-pool",
         scenario_kwargs={
@@ -260,6 +274,7 @@ def test_an_openai_endpoint_worker_over_a_real_transformers_serve(tiny_lm: Path,
             include=["lm-target", "openai"],
             llm_url=server.base_url,
             llm_model=server.model,
+            max_new_tokens=LM_TOKENS,
         )
         env = CoordinationEnv(
             scenario="real-pool",
