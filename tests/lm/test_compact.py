@@ -50,21 +50,24 @@ def test_compact_scripts_run_and_pass_in_the_env() -> None:
     from lynn.agents.llm.parse import parse_evm_reply
     from lynn.lm.prompts import evm_reply
 
-    for task in ("erc20_approve", "swap_exact_tokens_for_tokens", "composite_approve_add_liquidity"):
-        env = gym.make("Lynn/EVMQuest-v0", task=task)
+    tasks = ("erc20_approve", "swap_exact_tokens_for_tokens", "composite_approve_add_liquidity")
+    env = gym.make("Lynn/EVMQuest-v0", task=list(tasks))  # one chain for all three (a reset reverts it)
+    try:
         agent = make_agent("oracle", env)
-        obs, info = env.reset(seed=100_004)
-        agent.reset(seed=100_004)
-        done = False
-        while not done:
-            script = agent.act(obs, info)
-            small = compact_script(script)
-            if not script.startswith("{"):
-                assert "abi(" in small and "json.loads" not in small
-            obs, _, term, trunc, info = env.step(parse_evm_reply(evm_reply(small)))
-            assert not info.get("error"), (task, info["error"])
-            done = term or trunc
-        assert info["success"], task
+        for task in tasks:
+            obs, info = env.reset(seed=100_004, options={"task_id": task})
+            agent.reset(seed=100_004)
+            done = False
+            while not done:
+                script = agent.act(obs, info)
+                small = compact_script(script)
+                if not script.startswith("{"):
+                    assert "abi(" in small and "json.loads" not in small
+                obs, _, term, trunc, info = env.step(parse_evm_reply(evm_reply(small)))
+                assert not info.get("error"), (task, info["error"])
+                done = term or trunc
+            assert info["task_id"] == task and info["success"], task
+    finally:
         env.close()
 
 

@@ -157,16 +157,19 @@ def test_minimal_abi_scripts_still_solve_the_tasks():
     from lynn.agents import make_agent
     from lynn.lm.prompts import minimal_abi
 
-    for task in ("erc20_transfer_fixed", "add_liquidity_bnb_token", "query_pair_reserves", "erc721_transfer"):
-        env = gym.make("Lynn/EVMQuest-v0", task=task)
+    tasks = ("erc20_transfer_fixed", "add_liquidity_bnb_token", "query_pair_reserves", "erc721_transfer")
+    env = gym.make("Lynn/EVMQuest-v0", task=list(tasks))  # one chain for all four (a reset reverts it)
+    try:
         agent = make_agent("oracle", env)
-        obs, info = env.reset(seed=100_003)
-        agent.reset(seed=100_003)
-        script = agent.act(obs, info)
-        small = minimal_abi(script)
-        assert len(small) < len(script) and "internalType" not in small
-        _, reward, _, _, info = env.step(small)
-        assert info["success"], (task, info.get("error"))
+        for task in tasks:
+            obs, info = env.reset(seed=100_003, options={"task_id": task})
+            agent.reset(seed=100_003)
+            script = agent.act(obs, info)
+            small = minimal_abi(script)
+            assert len(small) < len(script) and "internalType" not in small
+            _, reward, _, _, info = env.step(small)
+            assert info["task_id"] == task and info["success"], (task, info.get("error"))
+    finally:
         env.close()
     # Non-ABI literals and broken ones are left alone.
     assert minimal_abi("x = json.loads('{\"a\": 1}')") == "x = json.loads('{\"a\": 1}')"
