@@ -4,6 +4,7 @@ temporary zoo, the 40 MB budget, and ``lynn zoo build`` running a card's command
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -138,3 +139,64 @@ def test_a_card_from_a_lynn_train_summary_names_the_command_that_retrains_it(tmp
 
     args = build_parser().parse_args(card["commands"][0].split()[1:])  # the command parses as written
     assert args.compact and args.seed == 3 and args.size == "base"
+
+
+def test_build_trains_drafts_after_the_targets_they_are_distilled_from(tmp_zoo: Path, tmp_path: Path) -> None:
+    for name, kind in (("a-draft", "lm-draft"), ("b-lm", "lm-target")):
+        zoo.add(name, _trained(tmp_path), {"kind": kind, "description": "d", "commands": ["true"]})
+    report = zoo.build(data=tmp_path / "data", out=tmp_path / "out", dry_run=True)
+    assert [r["name"] for r in report] == ["b-lm", "a-draft"]
+
+
+SHIPPED = Path(zoo.__file__).resolve().parent.parent / "models"
+CONTRACTS = (
+    "WBNB, USDT, BUSD, CAKE, LPAY, FUSD, PancakeRouter, PancakeFactory, WBNB_USDT_LP, WBNB_CAKE_LP, "
+    "USDT_BUSD_LP, LynnPunks, LynnItems, Token1363Receiver, FlashBorrower, CAKEStakingPool, LPFarm, Counter, "
+    "MessageBoard, DonationBox, FallbackReceiver, DelegateTarget, DelegateCaller"
+)
+
+
+def test_the_zoo_draft_goes_with_the_zoo_target_and_is_checked(tmp_zoo: Path) -> None:
+    """zoo:evm-draft is EVMQuest's draft: speculative decoding with drafter="draft" takes it beside the zoo's
+    target (after checking its sha256), replies as greedy does, and no draft is guessed anywhere else."""
+    from lynn.agents.llm import LMPolicy
+    from lynn.lm.backends import TransformersGenerator
+    from lynn.lm.prompts import EVM_SYSTEM
+
+    assert zoo.default_for("Lynn/EVMQuest-v0", "draft", root=SHIPPED) == "zoo:evm-draft"
+    card = zoo.Card.load(SHIPPED / "evm-draft" / "card.json")
+    assert card.kind == "lm-draft" and any("--teacher zoo:evm-lm" in c for c in card.commands)
+    for name in ("evm-lm", "evm-draft"):
+        shutil.copytree(SHIPPED / name, tmp_zoo / name)
+    (tmp_zoo / "web-lm").mkdir()
+    shutil.copy(SHIPPED / "web-lm" / "card.json", tmp_zoo / "web-lm")  # its card is all default_for reads
+
+    agent = LMPolicy(env_id="Lynn/EVMQuest-v0", speculative="strict", drafter="draft", threads=1)
+    draft = agent.generator.draft_model
+    assert draft is not None and draft.config.hidden_size == card_hidden(tmp_zoo / "evm-draft")
+    task = "Task: Send @N1 BNB to @A1.\nAddress: 0x869055C910142a4D698Ab32d7942F6bb67D5D054\nStep: 0\n"
+    prompt = [  # an EVMQuest prompt as LMPolicy renders it for zoo:evm-lm (slots, Done: line)
+        {"role": "system", "content": EVM_SYSTEM},
+        {"role": "user", "content": task + "Done: nothing\nLast result: none\nContracts: " + CONTRACTS},
+    ]
+    greedy = TransformersGenerator(str(tmp_zoo / "evm-lm"), threads=1)
+    [ours] = agent.generator.generate([prompt], max_new_tokens=96, temperature=0.0)
+    [plain] = greedy.generate([prompt], max_new_tokens=96, temperature=0.0)
+    assert ours.text == plain.text and "def execute_skill" in ours.text
+
+    with pytest.raises(ValueError, match="drafter='draft' needs draft=PATH"):  # another target: no zoo draft
+        LMPolicy(
+            env_id="Lynn/EVMQuest-v0", model=str(tmp_zoo / "evm-lm"), speculative="strict", drafter="draft"
+        )
+    with pytest.raises(zoo.ZooError, match="no draft for Lynn/LiveWeb-v0: pass draft=PATH"):
+        LMPolicy(env_id="Lynn/LiveWeb-v0", speculative="strict", drafter="draft")
+    weights = tmp_zoo / "evm-draft" / "model.safetensors"
+    raw = bytearray(weights.read_bytes())
+    raw[-1] ^= 1
+    weights.write_bytes(bytes(raw))
+    with pytest.raises(zoo.ZooError, match=r"'evm-draft': file .*model.safetensors changed"):
+        LMPolicy(env_id="Lynn/EVMQuest-v0", speculative="mars", drafter="draft", threads=1)
+
+
+def card_hidden(folder: Path) -> int:
+    return int(json.loads((folder / "config.json").read_text())["hidden_size"])
