@@ -1,5 +1,6 @@
-"""One Chromium per env, driven by Playwright's sync API: a fresh context per episode, origin allow-list,
-BrowserGym-style observations (accessibility tree with stable element ids) and safe action execution.
+"""One Chromium per env, driven by Playwright's sync API: a clean context per episode (a fresh one, or the
+last one with its state cleared, see :meth:`BrowserSession.new_context`), origin allow-list, BrowserGym-style
+observations (accessibility tree with stable element ids) and safe action execution.
 """
 
 from __future__ import annotations
@@ -256,6 +257,7 @@ class _State:
     pw: Any = None
     browser: Any = None
     context: Any = None
+    browser_cdp: Any = None  # a CDP session on the browser target (lists a context's pages for reuse)
     download_dir: str = ""
     pids: set[int] = field(default_factory=set)
 
@@ -295,7 +297,7 @@ def _shutdown(state: _State) -> None:
             obj.close()
         except Exception:  # noqa: BLE001  (the browser may already be gone; keep tearing down)
             pass
-    state.context = state.browser = None
+    state.context = state.browser = state.browser_cdp = None
     if state.pw is not None:
         state.pw = None
         _release_driver()
@@ -331,6 +333,10 @@ class BrowserSession:
             test_fast_click.py). Off by default: it makes 3–5 Python↔driver round trips where the locator
             makes one, and on the loaded 2-core machine that costs more than Playwright's actionability
             checks save (BENCHMARKS.md, LiveWeb, issue 27); settable as an attribute.
+        reuse_context: at a new episode, clear the last episode's context and keep it (and its first tab)
+            instead of starting a fresh one, when the task's sites and geolocation are the same and no
+            ``storage_state`` is given (see :meth:`new_context` for what is cleared, and when it falls back to
+            a fresh context); settable as an attribute.
 
     Attributes:
         upload_dir: the folder ``upload_file``/``mouse_upload_file`` take files from (emptied at each
@@ -346,6 +352,7 @@ class BrowserSession:
         network_guard: str = "proxy",
         noop_wait_ms: float = 0.0,
         fast_click: bool = False,
+        reuse_context: bool = True,
     ) -> None:
         if network_guard not in ("proxy", "route"):
             raise ValueError("network_guard must be 'proxy' or 'route'")
@@ -363,6 +370,10 @@ class BrowserSession:
         self._cdp: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
         self._nav: weakref.WeakKeyDictionary[Any, _NavWatch] = weakref.WeakKeyDictionary()
         self.fast_click = fast_click
+        self.reuse_context = reuse_context
+        self._context_key: tuple[Any, ...] | None = None  # what the current context was made for
+        self._retired: weakref.WeakSet[Any] = weakref.WeakSet()  # tabs of earlier episodes (Playwright impls)
+        self._next_tab: Any = None  # the new episode's tab, opened by the last clearing
         self.noop_wait_ms = float(noop_wait_ms)
         self._state = _State(download_dir=tempfile.mkdtemp(prefix="lynn-downloads-"))
         self.upload_dir = tempfile.mkdtemp(prefix="lynn-uploads-", dir=self._state.download_dir)
@@ -393,7 +404,8 @@ class BrowserSession:
             kwargs["executable_path"] = self.executable
         st.browser = st.pw.chromium.launch(**kwargs)
         st.pids |= {p for p in set(descendant_pids()) - before if "chrom" in cmdline(p)}
-        st.context = None
+        st.context = st.browser_cdp = None
+        self._context_key = None
 
     def browser_pids(self) -> list[int]:
         """PIDs of the chromium processes this session started that are still alive."""
@@ -405,17 +417,47 @@ class BrowserSession:
         storage_state: str | None = None,
         geolocation: dict[str, float] | None = None,
     ) -> None:
-        """Start a fresh context (no cookies, storage or tabs from the previous episode); ``geolocation``
-        (WebArena's task field) is granted to the task's origins."""
+        """A clean context for a new episode: no cookies, storage, tabs or history of the previous one;
+        ``geolocation`` (WebArena's task field) is granted to the task's origins.
+
+        With ``reuse_context`` (default), a context made for the same origins and geolocation (and no
+        ``storage_state``) is kept and cleared instead of replaced, which saves making a new context
+        (BENCHMARKS.md, LiveWeb, issue 27). The episode gets a new tab (so a tab's own state starts afresh:
+        history, session storage, ``window.name``, held keys, and the count of its documents that prefixes
+        element ids) and every other page is closed; then cookies; local storage, IndexedDB, Cache Storage,
+        service workers and the other per-origin stores of every origin the context could reach (the
+        allow-list: the network guard blocks all others); the HTTP cache; and permissions (geolocation
+        granted again) are cleared. Chromium's own list of the context's pages is then checked: a tab the
+        last episode was still opening, or any failure of the clearing, gives a fresh context instead (said
+        in the events); a tab opened later by a closed tab is closed at once. Tests:
+        tests/envs/liveweb/test_context_reuse.py.
+        """
         st = self._state
         if not self.alive():
             self._launch()
+        origins = {origin(u) for u in allowed_origins}
+        key = (frozenset(origins), tuple(sorted((geolocation or {}).items())), self.network_guard)
+        note = ""
+        if (
+            self.reuse_context
+            and storage_state is None
+            and st.context is not None
+            and key == self._context_key
+        ):
+            try:
+                self._clear_context(geolocation)
+            except Exception as exc:  # noqa: BLE001  (anything left unclear: a fresh context is always sound)
+                note = f"the last episode's browser context could not be cleared ({str(exc).splitlines()[0][:160]}): a fresh one instead"
+            else:
+                self._start_episode(self._next_tab)
+                return
         if st.context is not None:
             try:
                 st.context.close()
             except Exception:  # noqa: BLE001
                 pass
-        self.allowed = {origin(u) for u in allowed_origins}
+        self._context_key = None
+        self.allowed = origins
         proxy = None
         if self.network_guard == "proxy":
             # "<-loopback>" removes Chromium's implicit proxy bypass for loopback, so that other local
@@ -441,10 +483,70 @@ class BrowserSession:
             st.context.on("requestfailed", _weak(self._on_request_failed))
         st.context.on("page", _weak(self._on_page))
         st.context.add_init_script(_POPUP_WATCH)
-        self.pages, self.active, self.events, self.known_refs = [], 0, [], set()
+        self.pages = []
+        st.context.new_page()  # _on_page registers it
+        self._start_episode(self.pages[0])
+        if storage_state is None:
+            self._context_key = key
+        if note:
+            self.events.append(note)
+
+    def _start_episode(self, page: Any) -> None:
+        """The session's per-episode state, with ``page`` as the only tab."""
+        self.pages, self.active, self.events, self.known_refs = [page], 0, [], set()
         shutil.rmtree(self.upload_dir, ignore_errors=True)  # a per-episode scratch dir
         os.makedirs(self.upload_dir, exist_ok=True)
-        st.context.new_page()  # _on_page registers it
+
+    def _clear_context(self, geolocation: dict[str, float] | None) -> None:
+        """Clear the current context for the next episode (see :meth:`new_context`); raises if anything
+        could not be cleared or checked."""
+        ctx = self._state.context
+        # The episode's tab is a new one: a tab's own state (history, session storage, window.name, keys and
+        # buttons held, Playwright's count of the tab's documents, which prefixes the element ids) starts
+        # afresh. It opens first so that the context always has a page to speak to the browser through.
+        self._scratch = True  # not a tab of the (old) episode: no "new tab" event, no handlers yet
+        try:
+            tab = ctx.new_page()
+        finally:
+            self._scratch = False
+        for page in list(ctx.pages):  # the last episode's tabs, and any page an evaluator left open
+            if page is not tab:
+                self._retire(page)
+                page.close()  # without beforeunload; its unload handlers run now, before the clearing
+        cdp = self._cdp[tab] = ctx.new_cdp_session(tab)
+        for one in sorted(self.allowed):
+            cdp.send("Storage.clearDataForOrigin", {"origin": one, "storageTypes": "all"})
+        cdp.send("Network.clearBrowserCache")
+        ctx.clear_cookies()
+        ctx.clear_permissions()
+        if geolocation:
+            ctx.grant_permissions(["geolocation"])
+        ctx.set_default_timeout(self.action_timeout_ms)
+        ctx.set_default_navigation_timeout(self.nav_timeout_ms)
+        # Chromium's own list of the context's pages: a tab the last episode opened just before it ended
+        # may not have reached Playwright yet (its "page" event would make it a tab of the new episode).
+        info = cdp.send("Target.getTargetInfo")["targetInfo"]
+        st = self._state
+        if st.browser_cdp is None:
+            st.browser_cdp = st.browser.new_browser_cdp_session()
+        pages = [
+            t
+            for t in st.browser_cdp.send("Target.getTargets")["targetInfos"]
+            if t.get("browserContextId") == info.get("browserContextId") and t.get("type") == "page"
+        ]
+        if [t["targetId"] for t in pages] != [info["targetId"]]:
+            raise RuntimeError(f"{len(pages)} pages in the context after closing all but the new one")
+        if ctx.pages != [tab]:
+            raise RuntimeError(
+                f"{len(ctx.pages)} pages known to Playwright after closing all but the new one"
+            )
+        self._add_tab_handlers(tab)
+        self._next_tab = tab
+
+    def _retire(self, page: Any) -> None:
+        impl = getattr(page, "_impl_obj", None)
+        if impl is not None:
+            self._retired.add(impl)
 
     @contextlib.contextmanager
     def scratch_page(self) -> Iterator[Any]:
@@ -488,16 +590,27 @@ class BrowserSession:
         page.on("dialog", _weak(self._on_dialog))
         if self._scratch:  # an evaluator's own page: not a tab of the agent's
             return
+        opener = getattr(getattr(page, "_impl_obj", None), "_opener", None)  # kept even once it is closed
+        if opener is not None and opener in self._retired:  # opened by a tab of an earlier episode
+            self._retire(page)
+            try:
+                page.close()
+            except Exception:  # noqa: BLE001
+                pass
+            return
+        self._add_tab_handlers(page)
+        self.pages.append(page)
+        if len(self.pages) > 1:
+            self.events.append(f"new tab opened (tab {len(self.pages) - 1}); it is now active")
+        self.active = len(self.pages) - 1
+
+    def _add_tab_handlers(self, page: Any) -> None:
         page.on("download", _weak(self._on_download))
         page.on("close", _weak(self._on_close))
         # Listening from the page's start turns on Chromium's file-chooser interception at once; enabling
         # it inside mouse_upload_file raced the click (Playwright sends that switch without waiting for a
         # reply), and then no chooser event came about 1 run in 2.
         page.on("filechooser", _weak(self._on_file_chooser))
-        self.pages.append(page)
-        if len(self.pages) > 1:
-            self.events.append(f"new tab opened (tab {len(self.pages) - 1}); it is now active")
-        self.active = len(self.pages) - 1
 
     def _on_close(self, page: Any, *_: Any) -> None:
         if page in self.pages:
