@@ -313,7 +313,8 @@ def _shutdown(state: _State) -> None:
 
 
 class BrowserSession:
-    """A Playwright browser reused across episodes, with one context per episode.
+    """A Playwright browser reused across episodes, with a clean context per episode (the last one cleared,
+    or a fresh one: :meth:`new_context`).
 
     Args:
         executable: chromium binary (default: :func:`chromium_executable`).

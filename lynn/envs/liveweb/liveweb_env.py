@@ -364,7 +364,8 @@ class LiveWebEnv(gym.Env):
             )
 
     def _open_episode(self, url: str) -> None:
-        """A fresh browser context allowed onto the task's sites, logged in as the task says, at ``url``."""
+        """A clean browser context (``BrowserSession.new_context``) allowed onto the task's sites, logged in as
+        the task says, at ``url``."""
         assert self.task is not None
         names = self.task.get("sites") or list(self.urls)
         allowed = {self.urls[n] for n in names if n in self.urls} | set(self.user_sites.values())
