@@ -635,6 +635,12 @@ class BrowserSession:
             pass
 
     def _on_download(self, download: Any, *_: Any) -> None:
+        if getattr(download.page, "_impl_obj", None) in self._retired:  # a tab of an earlier episode
+            try:
+                download.cancel()
+            except Exception:  # noqa: BLE001
+                pass
+            return
         name = os.path.basename(download.suggested_filename or "download")
         target = Path(self._state.download_dir) / name
         try:
