@@ -13,8 +13,10 @@ navigate). Each click is made three ways, each in its own Chromium, in rotating 
 * **ours**: ``env.step("click('ID')")``, alternately with the fast click and with Playwright's locator click
   (``BrowserSession.fast_click``), so the fast path's gain is measured in the same run.
 
-A reset is a fresh context, login when the task needs it, the start page and its observation; raw Playwright
-does a new context + new page + goto + aria snapshot. Run: ``lynn bench liveweb`` or
+Our reset is a new tab in the kept browser context with the last episode's state cleared (or a fresh context
+when that cannot be done: ``BrowserSession.reuse_context``), login when the task needs it, the start page and
+its observation; raw Playwright does a new context + new page + goto + aria snapshot. The three ways of
+resetting take turns in a rotating order. Run: ``lynn bench liveweb`` or
 ``.venv/bin/python benchmarks/bench_liveweb.py`` (same flags).
 
 BrowserGym side by side (optional; it pins Playwright 1.44, so it lives in its own venv and is timed by
@@ -190,11 +192,14 @@ def interleaved(cycles: int, resets: int) -> dict[str, Any]:
                     if cycle:
                         steps[who][kind].append(time.perf_counter() - t)
         for i in range(resets + 1):
-            for who, fn in (
+            ways = [
                 ("pw", raws[0].reset),
                 ("ours", lambda: env.reset(options={"task_id": "shop.product_price.0"})),  # no login
                 ("ours_login", lambda: env.reset(options={"task_id": TASK})),
-            ):
+            ]
+            # rotating order: each way follows each other as often (a reset right after raw Playwright has
+            # torn a whole context down on the same cores pays for that teardown)
+            for who, fn in ways[i % 3 :] + ways[: i % 3]:
                 t = time.perf_counter()
                 fn()
                 if i:
