@@ -32,6 +32,20 @@ def expert_count(imagined: int, ratio: float) -> int:
     return int(round(imagined * ratio / (1.0 - ratio)))
 
 
+def _episodes(demos: Sequence[Any]) -> tuple[list[list[tuple[list[dict[str, str]], str]]], list[str]]:
+    """Demos grouped back into episodes by ``(task_id, seed)``, steps in order: each step's
+    ``(prompt messages, reply)``, and each episode's task id."""
+    by_ep: dict[tuple[str, int], list[Any]] = {}
+    for d in demos:
+        by_ep.setdefault((d.task_id, d.seed), []).append(d)
+    episodes, ids = [], []
+    for (tid, _), steps in sorted(by_ep.items()):
+        steps.sort(key=lambda d: d.step)
+        episodes.append([(d.messages[:-1], d.messages[-1]["content"]) for d in steps])
+        ids.append(tid)
+    return episodes, ids
+
+
 @dataclass
 class ExpertBank:
     """The expert's train episodes as policy-ready token rows.
@@ -67,14 +81,7 @@ class ExpertBank:
             for d in read_demos(data, split="train", only_success=True)
             if d.env_id in (LIVEWEB, WORLDMODEL) and (not tasks or d.task_id in set(tasks))
         ]
-        by_ep: dict[tuple[str, int], list[Any]] = {}
-        for d in demos:
-            by_ep.setdefault((d.task_id, d.seed), []).append(d)
-        episodes, ids = [], []
-        for (tid, _), steps in sorted(by_ep.items()):
-            steps.sort(key=lambda d: d.step)
-            episodes.append([(d.messages[:-1], d.messages[-1]["content"]) for d in steps])
-            ids.append(tid)
+        episodes, ids = _episodes(demos)
         if not episodes:
             raise ValueError(
                 f"no successful train-split expert episodes in {data}; "
@@ -94,14 +101,8 @@ class ExpertBank:
         keep = [
             s for s in steps if (s["task_id"], s["seed"]) in won and (not tasks or s["task_id"] in set(tasks))
         ]
-        by_ep: dict[tuple[str, int], list[Any]] = {}
-        for d in ranked_demos(keep, fmt):  # a step whose reply no candidate holds has no demo (rare)
-            by_ep.setdefault((d.task_id, d.seed), []).append(d)
-        episodes, ids = [], []
-        for (tid, _), demos in sorted(by_ep.items()):
-            demos.sort(key=lambda d: d.step)
-            episodes.append([(d.messages[:-1], d.messages[-1]["content"]) for d in demos])
-            ids.append(tid)
+        # a step whose reply no candidate holds has no demo (rare)
+        episodes, ids = _episodes(ranked_demos(keep, fmt))
         if not episodes:
             raise ValueError(
                 f"no successful train-split expert transitions in {data}; "
