@@ -5,7 +5,10 @@ observations (accessibility tree with stable element ids) and safe action execut
 
 from __future__ import annotations
 
+import ast
 import contextlib
+import functools
+import json
 import os
 import re
 import shutil
@@ -192,6 +195,90 @@ _CLICK_POINT = """(e) => {
 }"""
 
 
+# The fast snapshot (BrowserSession.fast_snapshot). Playwright computes ``aria_snapshot`` with its injected
+# script in its utility world, which it injects (a 330 KB script, plus its UtilityScript) into every new document
+# on first use: three round trips to the renderer and a compile, most of a first snapshot's time. This hook, added
+# to that same world of a tab (Page.addScriptToEvaluateOnNewDocument), makes a copy of Playwright's own injected
+# script (read from the installed driver) at document start; a snapshot is then one Runtime.evaluate. When
+# Playwright makes its own instance in that document (a locator action, or its aria_snapshot), the hook sees the
+# constructor's assignment of ``_stableRafCount`` (an accessor on the world's Object.prototype) and makes that
+# instance share ours: its ``ariaSnapshotJSON`` runs ours (one ref counter: ``lastRef`` is per script instance)
+# and its ``_lastAriaSnapshotForQuery`` (what ``aria-ref=`` locators resolve against) is ours. Element refs are
+# kept on the elements in that world, so both see them. The isolated world is invisible to the page.
+_ARIA_HOOK = """(() => {
+  if (globalThis.__lynnAria) return;
+  const st = globalThis.__lynnAria = { ours: null, pw: null, predicted: false, bad: false };
+  let making = true;
+  Object.defineProperty(Object.prototype, '_stableRafCount', { configurable: true, set(v) {
+    Object.defineProperty(this, '_stableRafCount', { value: v, writable: true, enumerable: true, configurable: true });
+    const ours = st.ours;
+    if (making || !ours) return;
+    if (st.predicted && ours._frameSeq !== this._frameSeq) st.bad = true;  // a snapshot used another prefix
+    ours._frameSeq = this._frameSeq;
+    st.pw = this;
+    this.ariaSnapshotJSON = (node, options) => ours.ariaSnapshotJSON(node, options);
+    Object.defineProperty(this, '_lastAriaSnapshotForQuery', { configurable: true,
+      get: () => ours._lastAriaSnapshotForQuery, set: (v) => { ours._lastAriaSnapshotForQuery = v; } });
+  } });
+  try {
+    const module = {};
+__SOURCE__
+    st.ours = new (module.exports.InjectedScript())(globalThis, { isUnderTest: false, sdkLanguage: 'python',
+      frameSeq: 0, testIdAttributeName: 'data-testid', stableRafCount: 1, browserName: 'chromium',
+      shouldPrependErrorPrefix: false, isUtilityWorld: true, customEngines: [] });
+    making = false;
+  } catch (e) {}
+})();"""
+# Playwright's page.aria_snapshot(mode="ai") for a page without frames, computed by the shared instance: the
+# element Playwright's "body,frameset" selector finds first, ariaSnapshotJSON with the same options, the same
+# YAML renderer. ``seq`` is Playwright's frame sequence number of the document (the "f<seq>" ref prefix) as the
+# tab's _NavWatch counts it (-1: unknown); Playwright's own instance, once made, says it. null: use Playwright.
+_ARIA_FAST = """(seq) => {
+  const st = globalThis.__lynnAria;
+  if (!st || !st.ours) return null;
+  if (st.bad) return 'bad';
+  const inj = st.ours;
+  if (st.pw) seq = st.pw._frameSeq;
+  else if (seq < 0) return null;
+  else { inj._frameSeq = seq; st.predicted = true; }
+  const root = inj.querySelectorAll(inj.parseSelector('body,frameset'), document)[0];
+  if (!root) return null;
+  const yaml = inj.ariaSnapshot(root, { mode: 'ai' });
+  if (inj._lastAriaSnapshotForQuery.iframeRefs.length) return null;  // Playwright adds the frames' snapshots
+  return [yaml, seq];
+}"""
+
+
+@functools.lru_cache(maxsize=1)
+def _aria_hook() -> str | None:
+    """:data:`_ARIA_HOOK` with the installed Playwright's injected script, or ``None`` where it cannot be read
+    or does not have what the hook relies on (the fast snapshot is then off)."""
+    try:
+        import playwright
+
+        text = (Path(playwright.__file__).parent / "driver" / "package" / "lib" / "coreBundle.js").read_text()
+        at = text.index("// packages/playwright-core/src/generated/injectedScriptSource.ts")
+        match = re.compile(r"\n\s*\w+ = '").search(text, at)
+        if match is None:
+            return None
+        start = match.end() - 1
+        source = ast.literal_eval(text[start : text.index("';\n", start) + 1])
+    except Exception:  # noqa: BLE001  (another Playwright layout: Playwright's own snapshot only)
+        return None
+    needed = (
+        "this._stableRafCount = options.stableRafCount;",
+        "this._frameSeq = options.frameSeq;",
+        "ariaSnapshotJSON(node, options) {",
+        "this._lastAriaSnapshotForQuery = ariaSnapshot;",
+        "var lastRef = 0;",
+        "parseSelector(selector) {",
+    )
+    if not isinstance(source, str) or not all(n in source for n in needed):
+        return None
+    head, tail = _ARIA_HOOK.split("__SOURCE__")
+    return head + source + tail
+
+
 class _NavWatch:
     """CDP ``Page`` events of one tab, on a session of our own: which navigations the last click caused.
 
@@ -199,21 +286,63 @@ class _NavWatch:
     round trip to the same renderer after the click is enough to know whether one was asked for; then the
     wait is for that navigation only (its commit and DOMContentLoaded, or the load stopping: a download,
     a 204), and a click that navigates nowhere waits for nothing.
+
+    With :meth:`arm_aria` it also keeps the execution contexts of the tab's current document (Playwright's
+    utility world, the main world) and Playwright's frame sequence number of the document, for the fast
+    snapshot (see :data:`_ARIA_HOOK`).
     """
 
     def __init__(self, cdp: Any) -> None:
         self.cdp = cdp
-        self.main = cdp.send("Page.getFrameTree")["frameTree"]["frame"]["id"]
+        tree = cdp.send("Page.getFrameTree")["frameTree"]
+        self.main = tree["frame"]["id"]
+        self.url = tree["frame"].get("url", "")
         self.requested = self.committed = self.loaded = self.stopped = False
+        # Playwright numbers a tab's frames from one counter: the main frame 0, every child frame the next, and
+        # the main frame the next again at each new document unless it comes from about:blank. Counted only for
+        # a tab watched from its first (blank) document without child frames; -1: unknown.
+        self.seq = 0 if self.url in ("", "about:blank") and not tree.get("childFrames") else -1
+        self.armed = False  # arm_aria tried (BrowserSession._arm)
+        self.world = ""  # Playwright's utility world's name in this tab, once armed
+        self.contexts: dict[str, str] = {}  # "utility"/"main" -> uniqueId of the current document's context
         for event, handler in (
             ("Page.frameRequestedNavigation", self._requested),
             ("Page.frameNavigated", self._navigated),
             ("Page.navigatedWithinDocument", self._within),
             ("Page.domContentEventFired", self._dcl),
             ("Page.frameStoppedLoading", self._stopped),
+            ("Page.frameAttached", self._attached),
         ):
             cdp.on(event, handler)
         cdp.send("Page.enable")
+
+    def arm_aria(self, hook: str) -> bool:
+        """Track the tab's execution contexts and add the snapshot hook to Playwright's utility world (it runs
+        in the documents that start from now on). False if that world was not found."""
+        cdp = self.cdp
+        cdp.on("Runtime.executionContextCreated", self._context)
+        cdp.on("Runtime.executionContextsCleared", lambda _ev: self.contexts.clear())
+        cdp.send("Runtime.enable")  # reports the existing contexts first
+        if not self.world:
+            return False
+        cdp.send("Page.addScriptToEvaluateOnNewDocument", {"source": hook, "worldName": self.world})
+        return True
+
+    def _context(self, ev: dict[str, Any]) -> None:
+        ctx = ev.get("context", {})
+        aux = ctx.get("auxData", {})
+        if aux.get("frameId") != self.main:
+            return
+        name = ctx.get("name", "")
+        if aux.get("isDefault"):
+            self.contexts["main"] = ctx.get("uniqueId", "")
+        elif name.startswith("__playwright_utility_world_"):
+            self.world = self.world or name
+            if name == self.world:
+                self.contexts["utility"] = ctx.get("uniqueId", "")
+
+    def _attached(self, _ev: dict[str, Any]) -> None:
+        self.seq = -1  # a child frame takes a number from the counter: no longer predictable here
 
     def arm(self) -> None:
         self.requested = self.committed = self.loaded = self.stopped = False
@@ -223,12 +352,18 @@ class _NavWatch:
             self.requested = True
 
     def _navigated(self, ev: dict[str, Any]) -> None:
-        if not ev.get("frame", {}).get("parentId"):
+        frame = ev.get("frame", {})
+        if not frame.get("parentId"):
             self.committed, self.loaded = True, False
+            self.contexts.clear()
+            if self.seq >= 0 and self.url and self.url != "about:blank":
+                self.seq += 1
+            self.url = frame.get("url", "")
 
     def _within(self, ev: dict[str, Any]) -> None:
         if ev.get("frameId") == self.main:
             self.committed = self.loaded = True
+            self.url = ev.get("url", self.url)
 
     def _dcl(self, _ev: dict[str, Any]) -> None:
         if self.committed:
@@ -334,6 +469,14 @@ class BrowserSession:
             test_fast_click.py). Off by default: it makes 3–5 Python↔driver round trips where the locator
             makes one, and on the loaded 2-core machine that costs more than Playwright's actionability
             checks save (BENCHMARKS.md, LiveWeb, issue 27); settable as an attribute.
+        fast_snapshot: compute the observation's ``aria_snapshot(mode="ai")`` in one CDP call with a copy of
+            Playwright's injected script made at document start in Playwright's utility world, shared with
+            Playwright's own instance (same refs, same ``aria-ref=`` locators; see ``_ARIA_HOOK``), instead of
+            Playwright's call, which injects its script into every new document first; with ``fast_click`` the
+            click's point is found by the same instance, so a click by point needs no injection either. Pages
+            with frames, tabs whose frame numbering is unknown and anything unexpected take Playwright's call.
+            Byte-identical observations on every bundled template (tests/envs/liveweb/test_fast_snapshot.py).
+            Off by default; settable as an attribute (it takes effect from the next episode's tab).
         reuse_context: at a new episode, clear the last episode's context and keep it (and its first tab)
             instead of starting a fresh one, when the task's sites and geolocation are the same and no
             ``storage_state`` is given (see :meth:`new_context` for what is cleared, and when it falls back to
@@ -354,6 +497,7 @@ class BrowserSession:
         noop_wait_ms: float = 0.0,
         fast_click: bool = False,
         reuse_context: bool = True,
+        fast_snapshot: bool = False,
     ) -> None:
         if network_guard not in ("proxy", "route"):
             raise ValueError("network_guard must be 'proxy' or 'route'")
@@ -372,6 +516,7 @@ class BrowserSession:
         self._nav: weakref.WeakKeyDictionary[Any, _NavWatch] = weakref.WeakKeyDictionary()
         self.fast_click = fast_click
         self.reuse_context = reuse_context
+        self.fast_snapshot = fast_snapshot
         self._context_key: tuple[Any, ...] | None = None  # what the current context was made for
         self._retired: weakref.WeakSet[Any] = weakref.WeakSet()  # tabs of earlier episodes (Playwright impls)
         self._next_tab: Any = None  # the new episode's tab, opened by the last clearing
@@ -495,6 +640,8 @@ class BrowserSession:
     def _start_episode(self, page: Any) -> None:
         """The session's per-episode state, with ``page`` as the only tab."""
         self.pages, self.active, self.events, self.known_refs = [page], 0, [], set()
+        if self.fast_snapshot:
+            self._arm(page)  # while the tab is still blank: its frame numbering is known from the start
         shutil.rmtree(self.upload_dir, ignore_errors=True)  # a per-episode scratch dir
         os.makedirs(self.upload_dir, exist_ok=True)
 
@@ -783,7 +930,7 @@ class BrowserSession:
         else:
             loc = self._locator(a["bid"])
             if name == "click":
-                why = "" if a["button"] != "left" or a["modifiers"] else self._click_fast(loc)
+                why = "" if a["button"] != "left" or a["modifiers"] else self._click_fast(loc, a["bid"])
                 if why is not None:
                     try:
                         loc.click(button=a["button"], modifiers=a["modifiers"])
@@ -839,7 +986,42 @@ class BrowserSession:
                 return None
         return watch
 
-    def _click_fast(self, loc: Any) -> str | None:
+    def _arm(self, page: Any) -> _NavWatch | None:
+        """The tab's watch with the fast snapshot's hook added (once per tab), or ``None``."""
+        watch = self._watch(page)
+        if watch is not None and not watch.armed:
+            watch.armed = True
+            hook = _aria_hook()
+            try:
+                if hook is None or not watch.arm_aria(hook):
+                    watch.world = ""
+            except Exception:  # noqa: BLE001  (a closing tab: Playwright's snapshot)
+                watch.world = ""
+        return watch
+
+    def _click_point(self, watch: _NavWatch, bid: str) -> Any:
+        """``_CLICK_POINT`` on the element ``bid`` of the last snapshot, found by the fast snapshot's instance in
+        the utility world (one round trip, no injection); ``None`` where that instance does not have it."""
+        if not watch.world or "utility" not in watch.contexts:
+            return None
+        expr = (
+            "((ref) => { const st = globalThis.__lynnAria;"
+            " const q = st && st.ours && !st.bad && st.ours._lastAriaSnapshotForQuery;"
+            " const info = q && q.info.get(ref);"
+            " if (!info || !info.element.isConnected) return null;"
+            f" return ({_CLICK_POINT})(info.element); }})({json.dumps(bid)})"
+        )
+        try:
+            r = watch.cdp.send(
+                "Runtime.evaluate",
+                {"expression": expr, "uniqueContextId": watch.contexts["utility"], "returnByValue": True},
+                timeout=min(self.action_timeout_ms, 500),
+            )
+        except Exception:  # noqa: BLE001
+            return None
+        return None if "exceptionDetails" in r else r.get("result", {}).get("value")
+
+    def _click_fast(self, loc: Any, bid: str = "") -> str | None:
         """A left click without modifiers by point, as Playwright's would land, with a hit test first and a
         wait only for the navigation the click asked for. ``None``: clicked. Otherwise nothing was done and
         the reason is returned (an element that is covered, hidden, disabled or moving, or not there yet):
@@ -855,10 +1037,12 @@ class BrowserSession:
         watch = self._watch(page)
         if watch is None:
             return "no CDP session"
-        try:  # an element that is not there at once gets Playwright's wait (and its error)
-            point = loc.evaluate(_CLICK_POINT, timeout=min(self.action_timeout_ms, 500))
-        except Exception:  # noqa: BLE001
-            return "not found at once"
+        point = self._click_point(watch, bid) if self.fast_snapshot and bid else None
+        if point is None:
+            try:  # an element that is not there at once gets Playwright's wait (and its error)
+                point = loc.evaluate(_CLICK_POINT, timeout=min(self.action_timeout_ms, 500))
+            except Exception:  # noqa: BLE001
+                return "not found at once"
         if not isinstance(point, list):
             return str(point)
         watch.arm()
@@ -913,6 +1097,23 @@ class BrowserSession:
     # --- observation ---------------------------------------------------------------------------
     def _page_state(self, page: Any) -> tuple[str, bool]:
         """(title, whether the last click asked for a new tab) in one round trip."""
+        watch = self._nav.get(page) if self.fast_snapshot else None
+        if watch is not None and "main" in watch.contexts:
+            # Our session's evaluate in the main world: Playwright's page.evaluate would first inject its
+            # UtilityScript into a new document (one more round trip to the renderer).
+            uid = watch.contexts["main"]
+            try:
+                r = _fresh_stack(
+                    lambda: watch.cdp.send(
+                        "Runtime.evaluate",
+                        {"expression": f"({_PAGE_STATE})()", "uniqueContextId": uid, "returnByValue": True},
+                        timeout=self.nav_timeout_ms,
+                    )
+                )
+                title, popup = r["result"]["value"]
+                return str(title), bool(popup)
+            except Exception:  # noqa: BLE001  (a context gone mid-navigation: Playwright's call decides)
+                pass
         try:
             title, popup = _fresh_stack(lambda: page.evaluate(_PAGE_STATE))
             return str(title), bool(popup)
@@ -921,9 +1122,40 @@ class BrowserSession:
                 raise BrowserCrashed(str(exc)) from exc
             return "", False
 
+    def _fast_snapshot(self, page: Any) -> str | None:
+        """Playwright's ``aria_snapshot(mode="ai")`` of ``page`` in one round trip (see ``_ARIA_HOOK``), or
+        ``None``: Playwright's call then makes it (and the tab gets the hook for its next documents)."""
+        watch = self._nav.get(page)
+        if watch is None or not watch.armed:
+            self._arm(page)
+            return None
+        if not watch.world or "utility" not in watch.contexts:
+            return None
+        uid, seq = watch.contexts["utility"], watch.seq
+        try:
+            r = _fresh_stack(
+                lambda: watch.cdp.send(
+                    "Runtime.evaluate",
+                    {"expression": f"({_ARIA_FAST})({seq})", "uniqueContextId": uid, "returnByValue": True},
+                    timeout=self.nav_timeout_ms,
+                )
+            )
+        except Exception:  # noqa: BLE001  (the document went away, or no answer in time)
+            return None
+        value = None if "exceptionDetails" in r else r.get("result", {}).get("value")
+        if value == "bad" or (isinstance(value, list) and seq >= 0 and value[1] != seq):
+            watch.seq = -1  # the count went wrong somewhere: rely on Playwright's own numbers from now on
+        if not isinstance(value, list) or value == "bad":
+            return None
+        return str(value[0])
+
     def _snapshot(self, page: Any) -> tuple[str, bool]:
         """(aria snapshot, whether the page answered in time)."""
         timeout = self.nav_timeout_ms
+        if self.fast_snapshot:
+            snap = self._fast_snapshot(page)
+            if snap is not None:
+                return snap, True
         try:
             # Made from a fresh greenlet, like every last Playwright call of a reset/step: see _fresh_stack.
             return _fresh_stack(lambda: page.aria_snapshot(mode="ai", timeout=timeout)), True

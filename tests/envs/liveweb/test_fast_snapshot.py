@@ -1,0 +1,177 @@
+"""The fast snapshot (``BrowserSession.fast_snapshot``: Playwright's aria snapshot computed in one CDP call by a
+copy of its injected script shared with Playwright's own) against Playwright's ``page.aria_snapshot``: the same
+bytes on every bundled page, the same observations and outcomes over an expert episode of every template."""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Iterator
+from urllib.parse import urljoin, urlsplit
+
+import pytest
+
+from lynn.agents.web_expert import WebExpert
+from lynn.envs.liveweb.browser import BrowserSession
+from lynn.envs.liveweb.liveweb_env import LiveWebEnv
+from lynn.envs.liveweb.tasks import load_tasks
+from tests.envs.liveweb._split import in_two
+
+KEYS = ("url", "title", "axtree", "open_pages", "last_action", "last_action_error")
+
+
+@pytest.fixture(scope="module")
+def env() -> Iterator[LiveWebEnv]:
+    e = LiveWebEnv()
+    yield e
+    e.close()
+
+
+def _view(obs: dict) -> dict:
+    return {key: obs[key] for key in KEYS}
+
+
+def _one_per_template(seed: int) -> list[str]:
+    by_template: dict[int, list[str]] = {}
+    for t in load_tasks():
+        by_template.setdefault(t["intent_template_id"], []).append(t["task_id"])
+    rng = random.Random(seed)
+    return [rng.choice(ids) for _, ids in sorted(by_template.items())]
+
+
+def _counting(session: BrowserSession) -> dict[str, int]:
+    """Count the observations the fast path made and those it left to Playwright."""
+    counts = {"fast": 0, "playwright": 0}
+    fast = session._fast_snapshot
+
+    def counted(page):  # noqa: ANN001, ANN202
+        snap = fast(page)
+        counts["fast" if snap is not None else "playwright"] += 1
+        return snap
+
+    session._fast_snapshot = counted  # type: ignore[method-assign]
+    return counts
+
+
+def _compare(env: LiveWebEnv | None, tids: list[str]) -> list[tuple]:
+    """The expert on each instance with the fast snapshot and the fast click, then the same actions on a reset of
+    the same instance with both off (the default: Playwright's snapshot and click), asserting equal observations
+    and outcomes at every step; (task id, fast observations, failure or None)."""
+    own = env is None
+    env = env or LiveWebEnv()
+    try:
+        agent = WebExpert(env)
+        env.reset(options={"task_id": tids[0]})  # the session exists from here on
+        counts = _counting(env.browser)
+        out = []
+        for tid in tids:
+            env.browser.fast_snapshot = env.browser.fast_click = True  # from this episode's tab on
+            before = counts["fast"]
+            obs, info = env.reset(options={"task_id": tid})
+            agent.reset(seed=0)
+            fast: list[tuple] = [(None, _view(obs), None)]
+            for _ in range(30):
+                action = agent.act(obs, info)
+                obs, reward, term, trunc, info = env.step(action)
+                fast.append((action, _view(obs), (reward, term, trunc)))
+                if term or trunc:
+                    break
+            failure = None if reward == 1.0 else (tid, info.get("error"), info.get("eval"))
+            made = counts["fast"] - before
+            env.browser.fast_snapshot = env.browser.fast_click = False
+            obs, _ = env.reset(options={"task_id": tid})
+            assert _view(obs) == fast[0][1], tid
+            for step, (action, view, outcome) in enumerate(fast[1:]):
+                obs, reward, term, trunc, _ = env.step(action)
+                assert _view(obs) == view, (tid, step, action)
+                assert (reward, term, trunc) == outcome, (tid, step, action)
+            out.append((tid, made, len(fast), failure))
+        return out
+    finally:
+        if own:
+            env.close()
+
+
+@pytest.mark.slow
+def test_fast_snapshot_observes_and_scores_like_playwright_on_every_template(env: LiveWebEnv) -> None:
+    tids = _one_per_template(2)  # other instances than the expert test's (0) and the fast click's (1)
+    runs = in_two(_compare, tids, env)  # half of the templates in a second process, with its own env
+    assert [tid for tid, _, _, _ in runs] == tids
+    failures = [f for *_, f in runs if f is not None]
+    assert not failures, failures  # the expert still solves every template
+    # every observation of these episodes (reset's included) came from the fast path
+    assert [(tid, made) for tid, made, n, _ in runs if made != n] == []
+
+
+def _links(html_links: list[str], base: str) -> list[str]:
+    out = []
+    for href in html_links:
+        url = urljoin(base, href)
+        if urlsplit(url).netloc == urlsplit(base).netloc and "logout" not in url:
+            out.append(url.split("#")[0])
+    return out
+
+
+@pytest.mark.slow
+def test_fast_snapshot_is_playwrights_snapshot_byte_for_byte_on_every_bundled_page(env: LiveWebEnv) -> None:
+    """Every page reachable by links from each site's start, logged in (an episode of a task that logs in to that
+    site), read by the fast path in the agent's tab and by Playwright alone in a tab without the hook: the same
+    text (the "f<n>" part of the refs aside: the two tabs have had different numbers of documents); and
+    Playwright's own call in the agent's tab afterwards gives exactly the fast path's bytes, prefix included."""
+    env.reset(options={"task_id": "shop.product_price.0"})
+    session = env.browser
+    session.fast_snapshot = True
+    counts = _counting(session)
+    strip = re.compile(r"\[ref=f\d+e")
+    compared: dict[str, int] = {}
+    for site, tid in (
+        ("shop", "shop.my_order_status.0"),
+        ("forum", "forum.create_post.0"),
+        ("admin", "admin.order_total.0"),
+    ):
+        env.reset(options={"task_id": tid})
+        page = session.page
+        start = env.urls[site] + "/"
+        todo, seen = [start], set()
+        compared[site] = 0
+        with session.scratch_page() as plain:
+            while todo and compared[site] < 40:
+                url = todo.pop(0)
+                if url in seen:
+                    continue
+                seen.add(url)
+                page.goto(url, wait_until="domcontentloaded")
+                if urlsplit(page.url).netloc != urlsplit(start).netloc:
+                    continue
+                fast = session._fast_snapshot(page)
+                assert fast is not None, url
+                plain.goto(url, wait_until="domcontentloaded")
+                alone = plain.aria_snapshot(mode="ai")
+                assert strip.sub("[ref=e", fast) == strip.sub("[ref=e", alone), url
+                assert page.aria_snapshot(mode="ai") == fast, url  # Playwright's, through the shared instance
+                compared[site] += 1
+                hrefs = page.eval_on_selector_all("a[href]", "as => as.map(a => a.getAttribute('href'))")
+                todo += _links(hrefs, url)
+    assert min(compared.values()) >= 5 and sum(compared.values()) >= 40, compared
+    assert counts["playwright"] == 0, counts
+    print(f"compared {compared}")
+
+
+def test_locator_actions_after_a_fast_snapshot_use_its_refs(env: LiveWebEnv) -> None:
+    """A fill and a Playwright click (the locator path) in a document whose observation came from the
+    fast path find the elements its refs name; the next observation continues its numbering."""
+    env.reset(options={"task_id": "shop.product_price.0"})
+    env.browser.fast_snapshot = True
+    env.browser.fast_click = False
+    obs, _ = env.reset(options={"task_id": "shop.product_price.0"})
+    counts = _counting(env.browser)
+    search = re.search(r'\[(\w+)\] textbox "Search products"', obs["axtree"])
+    assert search, obs["axtree"][:500]
+    obs, _, _, _, info = env.step(f"fill('{search.group(1)}', 'lamp')")
+    assert info["error"] is None, info
+    assert f'[{search.group(1)}] textbox "Search products"' in obs["axtree"]  # same element, same ref
+    go = re.search(r'\[(\w+)\] button "Go"', obs["axtree"])
+    obs, _, _, _, info = env.step(f"click('{go.group(1)}')")
+    assert info["error"] is None and "/search" in obs["url"], info
+    assert re.search(r"\[f1e\d+\]", obs["axtree"])  # the second document's refs, as Playwright numbers them
+    assert counts == {"fast": 2, "playwright": 0}, counts  # both observations after the reset
