@@ -212,7 +212,7 @@ _ARIA_HOOK = """(() => {
   Object.defineProperty(Object.prototype, '_stableRafCount', { configurable: true, set(v) {
     Object.defineProperty(this, '_stableRafCount', { value: v, writable: true, enumerable: true, configurable: true });
     const ours = st.ours;
-    if (making || !ours) return;
+    if (making || !ours || typeof this.ariaSnapshotJSON !== 'function' || typeof this.querySelectorAll !== 'function') return;
     if (st.predicted && ours._frameSeq !== this._frameSeq) st.bad = true;  // a snapshot used another prefix
     ours._frameSeq = this._frameSeq;
     st.pw = this;
