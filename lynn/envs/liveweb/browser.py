@@ -125,6 +125,9 @@ _POPUP_WATCH = """(() => {
   }, true);
   const open = window.open;
   window.open = function (...args) { window.__lynnPopup = 1; return open.apply(this, args); };
+  // The fast snapshot reads (and clears) the flag from Playwright's utility world, which does not see this
+  // world's globals: it dispatches this event, and a cancelled event means "a new tab was asked for".
+  window.addEventListener('__lynnpopup', (e) => { if (window.__lynnPopup) { window.__lynnPopup = 0; e.preventDefault(); } });
 })();"""
 _PAGE_STATE = (
     "() => { const p = window.__lynnPopup || 0; window.__lynnPopup = 0; return [document.title, p]; }"
@@ -191,7 +194,12 @@ _CLICK_POINT = """(e) => {
     const attrs = ['id', 'href', 'role', 'aria-label'].filter((a) => hit.hasAttribute(a)).map((a) => ` ${a}="${hit.getAttribute(a).slice(0, 60)}"`);
     return `covered by <${hit.tagName.toLowerCase()}${attrs.join('')}> at (${Math.round(x)}, ${Math.round(y)})`;
   }
-  return [x, y];
+  // Whether the click will most likely ask for a navigation of this tab (a link, a form's submit button): then the
+  // first call after it is a plain flush, not a snapshot of a page that is going away (a hint only: both are right).
+  const link = e.closest('a[href]'), control = e.closest('button, input'), form = control && control.form;
+  const navigates = link ? !link.target && !/^(#|javascript:)/i.test(link.getAttribute('href'))
+    : !!form && /^(submit|image)$/.test(control.type) && !form.target;
+  return [x, y, navigates];
 }"""
 
 
@@ -231,7 +239,7 @@ __SOURCE__
 })();"""
 # Playwright's page.aria_snapshot(mode="ai") for a page without frames, computed by the shared instance: the
 # element Playwright's "body,frameset" selector finds first, ariaSnapshotJSON with the same options, the same
-# YAML renderer. ``seq`` is Playwright's frame sequence number of the document (the "f<seq>" ref prefix) as the
+# YAML renderer; then what _PAGE_STATE reads in the main world (the title, whether a new tab was asked for). ``seq`` is Playwright's frame sequence number of the document (the "f<seq>" ref prefix) as the
 # tab's _NavWatch counts it (-1: unknown); Playwright's own instance, once made, says it. null: use Playwright.
 _ARIA_FAST = """(seq) => {
   const st = globalThis.__lynnAria;
@@ -245,8 +253,20 @@ _ARIA_FAST = """(seq) => {
   if (!root) return null;
   const yaml = inj.ariaSnapshot(root, { mode: 'ai' });
   if (inj._lastAriaSnapshotForQuery.iframeRefs.length) return null;  // Playwright adds the frames' snapshots
-  return [yaml, seq];
+  const popup = !window.dispatchEvent(new Event('__lynnpopup', { cancelable: true }));  // see _POPUP_WATCH
+  return [yaml, seq, document.title, popup];
 }"""
+# What the fast click waits with in the document it left while the navigation it asked for has not committed.
+_NAP = "new Promise((r) => setTimeout(r, 25))"
+# The same once the document has reached DOMContentLoaded (and its DOMContentLoaded listeners have all run: the
+# snapshot is taken in a task after the event, as Playwright's would be after its wait for that load state). Sent
+# by the fast click as soon as the new document's utility world exists, so the wait for DOMContentLoaded and the
+# snapshot cost one round trip instead of an event to Python and a call back.
+_ARIA_SETTLED = (
+    "async (seq) => { if (document.readyState === 'loading') await new Promise((r) => "
+    "document.addEventListener('DOMContentLoaded', () => setTimeout(r, 0), { once: true })); "
+    f"return ({_ARIA_FAST})(seq); }}"
+)
 
 
 @functools.lru_cache(maxsize=1)
@@ -298,6 +318,8 @@ class _NavWatch:
         self.main = tree["frame"]["id"]
         self.url = tree["frame"].get("url", "")
         self.requested = self.committed = self.loaded = self.stopped = False
+        self.docs = 0  # documents committed in the main frame since the watch began
+        self.changes = 0  # navigations of the main frame asked for or made since the watch began
         # Playwright numbers a tab's frames from one counter: the main frame 0, every child frame the next, and
         # the main frame the next again at each new document unless it comes from about:blank. Counted only for
         # a tab watched from its first (blank) document without child frames; -1: unknown.
@@ -350,11 +372,14 @@ class _NavWatch:
     def _requested(self, ev: dict[str, Any]) -> None:
         if ev.get("frameId") == self.main and ev.get("disposition", "currentTab") == "currentTab":
             self.requested = True
+            self.changes += 1
 
     def _navigated(self, ev: dict[str, Any]) -> None:
         frame = ev.get("frame", {})
         if not frame.get("parentId"):
             self.committed, self.loaded = True, False
+            self.docs += 1
+            self.changes += 1
             self.contexts.clear()
             if self.seq >= 0 and self.url and self.url != "about:blank":
                 self.seq += 1
@@ -363,6 +388,7 @@ class _NavWatch:
     def _within(self, ev: dict[str, Any]) -> None:
         if ev.get("frameId") == self.main:
             self.committed = self.loaded = True
+            self.changes += 1
             self.url = ev.get("url", self.url)
 
     def _dcl(self, _ev: dict[str, Any]) -> None:
@@ -383,6 +409,10 @@ _DEAD_PROXY = "http://127.0.0.1:9"
 
 class BrowserCrashed(RuntimeError):
     """The browser process is gone; the env restarts it."""
+
+
+class _ContextGone(RuntimeError):
+    """A CDP call's execution context (its document) went away before it answered."""
 
 
 @dataclass
@@ -463,20 +493,25 @@ class BrowserSession:
             2-core machine) but also works where a proxy cannot be set.
         noop_wait_ms: how long ``noop()`` without an argument waits (BrowserGym: 1000).
         fast_click: make a left ``click(bid)`` without modifiers by point after one in-page check (visible,
-            enabled, not animating, hit test) and wait only for the navigation it asked for (CDP ``Page``
-            events), instead of Playwright's ``locator.click``; anything the check refuses still goes to the
-            locator. Same observations and outcomes on every bundled template (tests/envs/liveweb/
-            test_fast_click.py). Off by default: it makes 3–5 Python↔driver round trips where the locator
-            makes one, and on the loaded 2-core machine that costs more than Playwright's actionability
-            checks save (BENCHMARKS.md, LiveWeb, issue 27); settable as an attribute.
+            enabled, not animating, hit test: a covered element is an error, never a click on what covers it)
+            and wait only for the navigation it asked for (CDP ``Page`` events on a session of our own: none
+            asked for, no wait), instead of Playwright's ``locator.click``; anything the check refuses still goes
+            to the locator, which waits for the element. Coordinate clicks (``mouse_click``) wait the same way.
+            On by default (since 2026-12-04, issue 27); ``False`` gives Playwright's own click and waits. Same
+            observations and outcomes as Playwright's click on every bundled template
+            (tests/envs/liveweb/test_fast_click.py); settable as an attribute.
         fast_snapshot: compute the observation's ``aria_snapshot(mode="ai")`` in one CDP call with a copy of
             Playwright's injected script made at document start in Playwright's utility world, shared with
             Playwright's own instance (same refs, same ``aria-ref=`` locators; see ``_ARIA_HOOK``), instead of
-            Playwright's call, which injects its script into every new document first; with ``fast_click`` the
-            click's point is found by the same instance, so a click by point needs no injection either. Pages
-            with frames, tabs whose frame numbering is unknown and anything unexpected take Playwright's call.
-            Byte-identical observations on every bundled template (tests/envs/liveweb/test_fast_snapshot.py).
-            Off by default; settable as an attribute (it takes effect from the next episode's tab).
+            Playwright's call, which injects its script into every new document first; the title and the new-tab
+            check come in the same call. With ``fast_click`` the click's point is found by the same instance, and
+            the call that tells whether the click asked for a navigation is the observation itself (none asked
+            for), or one call waits in the new document for DOMContentLoaded and takes it there
+            (:meth:`_snapshot_caused`). Pages with frames, tabs whose frame numbering is unknown and anything
+            unexpected take Playwright's call. On by default (since 2026-12-04); ``False`` gives Playwright's own
+            snapshot. Byte-identical observations to Playwright's on every bundled template
+            (tests/envs/liveweb/test_fast_snapshot.py); settable as an attribute (the hook is added to the tabs
+            of episodes that start with it on).
         reuse_context: at a new episode, clear the last episode's context and keep it (and its first tab)
             instead of starting a fresh one, when the task's sites and geolocation are the same and no
             ``storage_state`` is given (see :meth:`new_context` for what is cleared, and when it falls back to
@@ -495,9 +530,9 @@ class BrowserSession:
         nav_timeout_ms: int = 8000,
         network_guard: str = "proxy",
         noop_wait_ms: float = 0.0,
-        fast_click: bool = False,
+        fast_click: bool = True,
         reuse_context: bool = True,
-        fast_snapshot: bool = False,
+        fast_snapshot: bool = True,
     ) -> None:
         if network_guard not in ("proxy", "route"):
             raise ValueError("network_guard must be 'proxy' or 'route'")
@@ -514,6 +549,10 @@ class BrowserSession:
         self._scratch = False
         self._cdp: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
         self._nav: weakref.WeakKeyDictionary[Any, _NavWatch] = weakref.WeakKeyDictionary()
+        # The fast click's observation of the page it settled on, for the observation that follows it:
+        # (page, the tab's navigation count then, (snapshot, title, new tab asked for)); see _snapshot_caused.
+        self._prefetch: tuple[Any, int, tuple[str, str, bool]] | None = None
+        self.snapshot_via = ""  # where the last observation's snapshot came from: fast, click, playwright
         self.fast_click = fast_click
         self.reuse_context = reuse_context
         self.fast_snapshot = fast_snapshot
@@ -637,9 +676,16 @@ class BrowserSession:
         if note:
             self.events.append(note)
 
+    def forget_observation(self) -> None:
+        """Drop the observation the last fast click read as it settled (:meth:`_snapshot_caused`), so that the
+        next :meth:`observe` reads the page afresh: call it after running anything on the page between an action
+        and its observation (the env does before scoring: WebArena's ``prep_actions`` run scripts on the page)."""
+        self._prefetch = None
+
     def _start_episode(self, page: Any) -> None:
         """The session's per-episode state, with ``page`` as the only tab."""
         self.pages, self.active, self.events, self.known_refs = [page], 0, [], set()
+        self._prefetch = None
         if self.fast_snapshot:
             self._arm(page)  # while the tab is still blank: its frame numbering is known from the start
         shutil.rmtree(self.upload_dir, ignore_errors=True)  # a per-episode scratch dir
@@ -819,6 +865,7 @@ class BrowserSession:
 
     def execute(self, action: Action) -> str | None:
         """Run ``action``; returns ``"stop"`` for the answer actions, else ``None``. Errors raise."""
+        self._prefetch = None
         try:
             return self._execute(action)
         except Exception as exc:
@@ -1047,19 +1094,30 @@ class BrowserSession:
             return str(point)
         watch.arm()
         page.mouse.click(float(point[0]), float(point[1]))
-        self._wait_caused(watch)
+        self._settle_caused(page, watch, navigates=len(point) > 2 and bool(point[2]))
         return None
+
+    def _settle_caused(self, page: Any, watch: _NavWatch, navigates: bool = False) -> None:
+        """After a mouse action: wait for what it caused; with the fast snapshot, keep the settled page's
+        observation for :meth:`observe` (it costs the call that tells whether a navigation was asked for)."""
+        if self.fast_snapshot and watch.world and "utility" in watch.contexts:
+            got = self._snapshot_caused(watch, navigates)
+            if got is not None:
+                self._prefetch = (page, watch.changes, got)
+        else:
+            self._wait_caused(watch)
 
     def _await_navigation(self, act: Any, window_ms: float = 300.0) -> None:
         """Run a raw mouse action and give a navigation it starts ``window_ms`` to begin. Locator clicks
         wait for the navigations they start; ``page.mouse`` does not, so a form submitted by a
         coordinate click would otherwise be observed before it leaves the page (BrowserGym waits 500 ms
         before every observation by default; this waits only for coordinate clicks that navigate nowhere)."""
-        watch = self._watch(self.page) if self.fast_click else None
+        page = self.page
+        watch = self._watch(page) if self.fast_click else None
         if watch is not None:  # with fast_click: wait for the navigation the click asked for, or for nothing
             watch.arm()
             act()
-            self._wait_caused(watch)
+            self._settle_caused(page, watch)
             return
         try:
             with self.page.expect_navigation(wait_until="commit", timeout=window_ms):
@@ -1068,11 +1126,12 @@ class BrowserSession:
             if "Timeout" not in str(exc) and "timeout" not in str(exc):
                 raise
 
-    def _wait_caused(self, watch: _NavWatch) -> None:
+    def _wait_caused(self, watch: _NavWatch, flush: bool = True) -> None:
         """After a mouse action: wait until the navigation it asked for (if any) reached DOMContentLoaded."""
         page = self.page
         try:  # the renderer sends frameRequestedNavigation (if any) before it answers this
-            watch.cdp.send("Runtime.evaluate", {"expression": "0"})
+            if flush:
+                watch.cdp.send("Runtime.evaluate", {"expression": "0"})
         except Exception:  # noqa: BLE001  (the old document is already gone: the navigation is under way)
             watch.requested = True
         deadline = time.monotonic() + self.nav_timeout_ms / 1000
@@ -1080,6 +1139,104 @@ class BrowserSession:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"Timeout {self.nav_timeout_ms} ms exceeded waiting for the navigation")
             page.wait_for_timeout(1)  # lets the driver deliver the page's events
+
+    def _snapshot_caused(self, watch: _NavWatch, navigates: bool) -> tuple[str, str, bool] | None:
+        """:meth:`_wait_caused` and the snapshot of the page it settles on, in as few round trips as can be.
+
+        The snapshot is asked for at once in the document the action happened in (a plain flush instead where the
+        click will most likely navigate: ``navigates``, the click point's hint): the renderer sends
+        ``frameRequestedNavigation`` (if the action asked for one) before it answers, so with no navigation
+        asked for the answer is the observation. Otherwise it is dropped, and as soon as the new document's
+        utility world exists one call waits in the page for DOMContentLoaded and takes the snapshot
+        (:data:`_ARIA_SETTLED`); a navigation inside the document, or one that stopped without a new document
+        (a download, a 204), is snapshotted as it settles. Returns (snapshot, title, whether a new tab was asked
+        for), or ``None``: the page is settled but the observation is left to :meth:`observe`.
+        """
+        uid, docs = watch.contexts["utility"], watch.docs
+        snap: tuple[str, str, bool] | None = None
+        try:
+            if navigates:
+                watch.cdp.send("Runtime.evaluate", {"expression": "0", "uniqueContextId": uid})
+            else:
+                snap = self._aria_call(watch, uid, _ARIA_FAST)
+        except TimeoutError:
+            raise
+        except Exception:  # noqa: BLE001  (the old document is already gone: the navigation is under way)
+            watch.requested = True
+        deadline = time.monotonic() + self.nav_timeout_ms / 1000
+        old_doc: str | None = uid  # the document the action happened in, while it is known to be there
+        while True:
+            if not watch.requested:
+                return self._aria_try(watch, uid, _ARIA_FAST) if navigates else snap
+            if watch.docs == docs and (watch.stopped or (watch.committed and watch.loaded)):
+                return self._aria_try(watch, uid, _ARIA_FAST)  # same document, settled: snapshot it now
+            if watch.docs > docs:
+                new_uid = watch.contexts.get("utility")
+                if new_uid:
+                    docs = watch.docs
+                    try:
+                        snap = self._aria_call(watch, new_uid, _ARIA_SETTLED, wait=True)
+                    except _ContextGone:  # that document went too (a script's redirect): wait as before
+                        snap = None
+                    if snap is None or watch.docs != docs:
+                        self._wait_caused(watch, flush=False)
+                        return None
+                    return snap
+                if watch.loaded:  # a document without Playwright's utility world: nothing to ask
+                    return None
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"Timeout {self.nav_timeout_ms} ms exceeded waiting for the navigation")
+            if old_doc is not None and watch.docs == docs:
+                # Until the new document commits, wait in the old one: this call ends when it goes (or after
+                # a while, to look at the events again: a navigation that stopped), so the wait costs one call,
+                # not a poll of the driver every millisecond.
+                try:
+                    watch.cdp.send(
+                        "Runtime.evaluate",
+                        {"expression": _NAP, "uniqueContextId": old_doc, "awaitPromise": True},
+                        timeout=self.nav_timeout_ms,
+                    )
+                except Exception:  # noqa: BLE001  (the old document went: what this waits for)
+                    old_doc = None
+            else:
+                self.page.wait_for_timeout(1)  # lets the driver deliver the page's events
+
+    def _aria_try(self, watch: _NavWatch, uid: str, fn: str) -> tuple[str, str, bool] | None:
+        try:
+            return self._aria_call(watch, uid, fn)
+        except _ContextGone:
+            return None
+
+    def _aria_call(
+        self, watch: _NavWatch, uid: str, fn: str, wait: bool = False
+    ) -> tuple[str, str, bool] | None:
+        """``fn`` (:data:`_ARIA_FAST` or :data:`_ARIA_SETTLED`) in the utility world ``uid``: (snapshot, title,
+        whether a new tab was asked for), or ``None`` where Playwright's call must make the snapshot (then the
+        new-tab flag is left for :meth:`_page_state`); :class:`_ContextGone` where that document is gone."""
+        seq = watch.seq
+        try:
+            r = _fresh_stack(
+                lambda: watch.cdp.send(
+                    "Runtime.evaluate",
+                    {
+                        "expression": f"({fn})({seq})",
+                        "uniqueContextId": uid,
+                        "returnByValue": True,
+                        "awaitPromise": wait,
+                    },
+                    timeout=self.nav_timeout_ms,
+                )
+            )
+        except Exception as exc:  # noqa: BLE001  (the document went away, or no answer in time)
+            if "Timeout" in str(exc) or "timeout" in str(exc):
+                raise TimeoutError(f"Timeout {self.nav_timeout_ms} ms exceeded waiting for the page") from exc
+            raise _ContextGone(str(exc)) from exc
+        value = None if "exceptionDetails" in r else r.get("result", {}).get("value")
+        if value == "bad" or (isinstance(value, list) and seq >= 0 and value[1] != seq):
+            watch.seq = -1  # the count went wrong somewhere: rely on Playwright's own numbers from now on
+        if not isinstance(value, list) or value == "bad":
+            return None
+        return str(value[0]), str(value[2]), bool(value[3])
 
     def _settle(self) -> None:
         """Wait for a navigation the action started to reach DOMContentLoaded (local sites: a few ms)."""
@@ -1125,44 +1282,49 @@ class BrowserSession:
     def _fast_snapshot(self, page: Any) -> str | None:
         """Playwright's ``aria_snapshot(mode="ai")`` of ``page`` in one round trip (see ``_ARIA_HOOK``), or
         ``None``: Playwright's call then makes it (and the tab gets the hook for its next documents)."""
+        got = self._fast_observation(page)
+        return None if got is None else got[0]
+
+    def _fast_observation(self, page: Any) -> tuple[str, str, bool] | None:
+        """(snapshot, title, whether a new tab was asked for) of ``page`` in one round trip, or ``None``."""
         watch = self._nav.get(page)
         if watch is None or not watch.armed:
             self._arm(page)
             return None
         if not watch.world or "utility" not in watch.contexts:
             return None
-        uid, seq = watch.contexts["utility"], watch.seq
         try:
-            r = _fresh_stack(
-                lambda: watch.cdp.send(
-                    "Runtime.evaluate",
-                    {"expression": f"({_ARIA_FAST})({seq})", "uniqueContextId": uid, "returnByValue": True},
-                    timeout=self.nav_timeout_ms,
-                )
-            )
+            return self._aria_call(watch, watch.contexts["utility"], _ARIA_FAST)
         except Exception:  # noqa: BLE001  (the document went away, or no answer in time)
             return None
-        value = None if "exceptionDetails" in r else r.get("result", {}).get("value")
-        if value == "bad" or (isinstance(value, list) and seq >= 0 and value[1] != seq):
-            watch.seq = -1  # the count went wrong somewhere: rely on Playwright's own numbers from now on
-        if not isinstance(value, list) or value == "bad":
-            return None
-        return str(value[0])
 
-    def _snapshot(self, page: Any) -> tuple[str, bool]:
-        """(aria snapshot, whether the page answered in time)."""
+    def _snapshot(self, page: Any) -> tuple[str, bool, tuple[str, bool] | None]:
+        """(aria snapshot, whether the page answered in time, (title, new tab asked for) where the fast snapshot
+        read them in the same call, else ``None``)."""
         timeout = self.nav_timeout_ms
+        prefetch, self._prefetch = self._prefetch, None
         if self.fast_snapshot:
-            snap = self._fast_snapshot(page)
-            if snap is not None:
-                return snap, True
+            watch = self._nav.get(page)
+            got = None
+            if (
+                prefetch is not None
+                and prefetch[0] is page
+                and watch is not None
+                and watch.changes == prefetch[1]
+            ):
+                got, self.snapshot_via = prefetch[2], "click"
+            else:
+                got, self.snapshot_via = self._fast_observation(page), "fast"
+            if got is not None:
+                return got[0], True, (got[1], got[2])
+        self.snapshot_via = "playwright"
         try:
             # Made from a fresh greenlet, like every last Playwright call of a reset/step: see _fresh_stack.
-            return _fresh_stack(lambda: page.aria_snapshot(mode="ai", timeout=timeout)), True
+            return _fresh_stack(lambda: page.aria_snapshot(mode="ai", timeout=timeout)), True, None
         except Exception as exc:  # noqa: BLE001
             if not self.alive() or "closed" in str(exc).lower():
                 raise BrowserCrashed(str(exc)) from exc
-            return f"- text: (the page could not be read: {str(exc).splitlines()[0][:120]})", False
+            return f"- text: (the page could not be read: {str(exc).splitlines()[0][:120]})", False, None
 
     def observe(
         self, screenshot: bool = False, html: bool = False, structured: bool = False
@@ -1175,9 +1337,9 @@ class BrowserSession:
             raise BrowserCrashed("no open page")
         timings: dict[str, float] = {}
         t = time.perf_counter()
-        snap, responsive = self._snapshot(page)
+        snap, responsive, state = self._snapshot(page)
         # Only a page that answered the snapshot (which has a timeout) gets the script call (which has none).
-        title, popup = self._page_state(page) if responsive else ("", False)
+        title, popup = state or (self._page_state(page) if responsive else ("", False))
         if popup and self.pages[-1] is page:
             # A click asked for a new tab, which arrives asynchronously: wait so that this observation shows it.
             try:
@@ -1190,8 +1352,8 @@ class BrowserSession:
                 page.wait_for_load_state("domcontentloaded", timeout=self.nav_timeout_ms)
             except Exception:  # noqa: BLE001
                 self.events.append("the new tab is still loading")
-            snap, responsive = self._snapshot(page)
-            title = self._page_state(page)[0] if responsive else ""
+            snap, responsive, state = self._snapshot(page)
+            title = state[0] if state else self._page_state(page)[0] if responsive else ""
         timings["axtree_s"] = time.perf_counter() - t
         obs: dict[str, Any] = {"url": page.url, "title": title, "axtree": format_axtree(snap)}
         self.known_refs = set(re.findall(r"\[ref=([a-z0-9]+)\]", snap))

@@ -652,6 +652,8 @@ class LiveWebEnv(gym.Env):
 
     def _evaluate(self) -> tuple[float, list[str]]:
         assert self.task is not None
+        if self.browser is not None:
+            self.browser.forget_observation()  # scoring may run scripts on the page (prep_actions)
         db = {}
         if self.server is not None:
             db = {s: self.server.db_path(s) for s in self.server.sites}

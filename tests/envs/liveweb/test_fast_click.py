@@ -1,5 +1,7 @@
-"""The fast click (a hit-tested click by point, waiting only for the navigation it asked for) against
-Playwright's ``locator.click``: the same observations, byte for byte, and the same task outcomes."""
+"""The fast click (a hit-tested click by point, waiting only for the navigation it asked for; on by default) against
+Playwright's ``locator.click``: the same observations, byte for byte, and the same task outcomes; and what it
+guarantees (a covered element is an error, a click that navigates nowhere, a new tab, coordinate clicks), with the
+fast snapshot (the default) and without it."""
 
 from __future__ import annotations
 
@@ -27,6 +29,15 @@ def _view(obs: dict) -> dict:
     return {key: obs[key] for key in KEYS}
 
 
+def _start(env: LiveWebEnv, snapshot: bool, tid: str = "shop.product_price.0") -> dict:
+    """An episode of ``tid`` with the fast click on and the fast snapshot as asked (set before the reset: the
+    snapshot's hook goes into the episode's tab)."""
+    if env.browser is None:
+        env.reset(options={"task_id": tid})
+    env.browser.fast_click, env.browser.fast_snapshot = True, snapshot
+    return env.reset(options={"task_id": tid})[0]
+
+
 def _one_per_template() -> list[str]:
     by_template: dict[int, list[str]] = {}
     for t in load_tasks():
@@ -36,18 +47,20 @@ def _one_per_template() -> list[str]:
 
 
 def _compare(env: LiveWebEnv | None, tids: list[str]) -> list[tuple]:
-    """The expert on each instance with the fast click, then the same actions again on a reset of the same
-    instance with Playwright's click, asserting equal observations and outcomes at every step; (task id,
-    clicks, failure or None). One env does both runs (the reset restores the site's data), so the two runs
-    share the site server's ports and need no rewriting of URLs."""
+    """The expert on each instance with the fast click alone (Playwright's snapshot), then the same actions again
+    on a reset of the same instance with Playwright's click and snapshot (both fast paths off), asserting equal
+    observations and outcomes at every step; (task id, clicks, failure or None). One env does both runs (the
+    reset restores the site's data), so the two runs share the site server's ports and need no rewriting of
+    URLs. Both fast paths together against neither: test_fast_snapshot.py."""
     own = env is None
     env = env or LiveWebEnv()
     try:
         agent = WebExpert(env)
         out = []
+        env.reset(options={"task_id": tids[0]})  # the session exists from here on
         for tid in tids:
+            env.browser.fast_click, env.browser.fast_snapshot = True, False
             obs, info = env.reset(options={"task_id": tid})
-            env.browser.fast_click = True
             agent.reset(seed=0)
             fast: list[tuple] = [(None, _view(obs), None)]
             for _ in range(30):
@@ -57,8 +70,8 @@ def _compare(env: LiveWebEnv | None, tids: list[str]) -> list[tuple]:
                 if term or trunc:
                     break
             failure = None if reward == 1.0 else (tid, info.get("error"), info.get("eval"))
+            env.browser.fast_click = env.browser.fast_snapshot = False
             obs, _ = env.reset(options={"task_id": tid})
-            env.browser.fast_click = False
             assert _view(obs) == fast[0][1], tid
             for step, (action, view, outcome) in enumerate(fast[1:]):
                 obs, reward, term, trunc, _ = env.step(action)
@@ -82,11 +95,9 @@ def test_fast_click_observes_and_scores_like_playwright_click_on_every_template(
     assert sum(c for _, c, _ in runs) >= 40  # the comparison exercised the fast path
 
 
-def test_a_covered_element_is_an_error_not_a_click_on_what_covers_it(
-    env: LiveWebEnv,
-) -> None:
-    obs, _ = env.reset(options={"task_id": "shop.product_price.0"})
-    env.browser.fast_click = True
+@pytest.mark.parametrize("snapshot", [True, False], ids=["fast-snapshot", "playwright-snapshot"])
+def test_a_covered_element_is_an_error_not_a_click_on_what_covers_it(env: LiveWebEnv, snapshot: bool) -> None:
+    obs = _start(env, snapshot)
     env.browser._state.context.set_default_timeout(600)  # how long the locator waits for the cover to go
     books = find_elements(obs["axtree"], "link", "Books")[0]
     env.browser.page.evaluate(
@@ -103,9 +114,9 @@ def test_a_covered_element_is_an_error_not_a_click_on_what_covers_it(
     assert info["error"] is None and obs["url"].endswith("/category/books")
 
 
-def test_a_click_that_stays_on_the_page_and_one_that_opens_a_tab(env: LiveWebEnv) -> None:
-    obs, _ = env.reset(options={"task_id": "shop.product_price.0"})
-    env.browser.fast_click = True
+@pytest.mark.parametrize("snapshot", [True, False], ids=["fast-snapshot", "playwright-snapshot"])
+def test_a_click_that_stays_on_the_page_and_one_that_opens_a_tab(env: LiveWebEnv, snapshot: bool) -> None:
+    obs = _start(env, snapshot)
     search = find_elements(obs["axtree"], "textbox", "Search products")[0]
     url = obs["url"]
     obs, _, _, _, info = env.step(f"click('{search}')")  # focuses the field, navigates nowhere
@@ -122,11 +133,11 @@ def test_a_click_that_stays_on_the_page_and_one_that_opens_a_tab(env: LiveWebEnv
     assert obs["open_pages"].count("\n") == 1 and "new tab opened" in " ".join(info["events"])
 
 
+@pytest.mark.parametrize("snapshot", [True, False], ids=["fast-snapshot", "playwright-snapshot"])
 def test_coordinate_clicks_wait_for_the_navigation_they_cause_and_only_for_it(
-    env: LiveWebEnv,
+    env: LiveWebEnv, snapshot: bool
 ) -> None:
-    obs, _ = env.reset(options={"task_id": "shop.product_price.0"})
-    env.browser.fast_click = True
+    obs = _start(env, snapshot)
     url = obs["url"]
     assert "Welcome to Lynn Shop" in obs["axtree"]
     obs, _, _, _, info = env.step("mouse_click(640, 700)")  # blank page area: nothing to wait for
@@ -137,3 +148,21 @@ def test_coordinate_clicks_wait_for_the_navigation_they_cause_and_only_for_it(
     )
     assert info["error"] is None and "/search" in obs["url"]  # the form's page, not the one it left
     assert "Welcome to Lynn Shop" not in obs["axtree"]  # observed after the home page was left
+
+
+@pytest.mark.parametrize("snapshot", [True, False], ids=["fast-snapshot", "playwright-snapshot"])
+def test_a_click_whose_script_opens_a_tab_is_observed_with_the_tab(env: LiveWebEnv, snapshot: bool) -> None:
+    """``window.open`` from a click handler: the observation after the click waits for the new tab (the fast
+    snapshot reads the new-tab flag of the page's own world through an event, see ``_POPUP_WATCH``)."""
+    obs = _start(env, snapshot)
+    env.browser.page.evaluate(
+        """() => { const b = document.createElement('button'); b.textContent = 'Open books';
+        b.onclick = () => window.open('/category/books'); document.body.prepend(b); }"""
+    )
+    obs, _, _, _, info = env.step("noop()")
+    button = find_elements(obs["axtree"], "button", "Open books")[0]
+    obs, _, _, _, info = env.step(f"click('{button}')")
+    assert info["error"] is None and obs["url"].endswith("/category/books"), info
+    assert obs["open_pages"].count("\n") == 1 and "new tab opened" in " ".join(info["events"])
+    obs, _, _, _, info = env.step("tab_focus(0)")  # the flag was read once: no wait for another tab
+    assert info["error"] is None and obs["open_pages"].startswith("0* ") and obs["title"]
