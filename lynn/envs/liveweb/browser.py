@@ -1213,20 +1213,15 @@ class BrowserSession:
         """``fn`` (:data:`_ARIA_FAST` or :data:`_ARIA_SETTLED`) in the utility world ``uid``: (snapshot, title,
         whether a new tab was asked for), or ``None`` where Playwright's call must make the snapshot (then the
         new-tab flag is left for :meth:`_page_state`); :class:`_ContextGone` where that document is gone."""
-        seq = watch.seq
-        try:
-            r = _fresh_stack(
-                lambda: watch.cdp.send(
-                    "Runtime.evaluate",
-                    {
-                        "expression": f"({fn})({seq})",
-                        "uniqueContextId": uid,
-                        "returnByValue": True,
-                        "awaitPromise": wait,
-                    },
-                    timeout=self.nav_timeout_ms,
-                )
-            )
+        seq, cdp, timeout = watch.seq, watch.cdp, self.nav_timeout_ms
+        params = {
+            "expression": f"({fn})({seq})",
+            "uniqueContextId": uid,
+            "returnByValue": True,
+            "awaitPromise": wait,
+        }
+        try:  # the lambda holds no reference to the session: see _fresh_stack
+            r = _fresh_stack(lambda: cdp.send("Runtime.evaluate", params, timeout=timeout))
         except Exception as exc:  # noqa: BLE001  (the document went away, or no answer in time)
             if "Timeout" in str(exc) or "timeout" in str(exc):
                 raise TimeoutError(f"Timeout {self.nav_timeout_ms} ms exceeded waiting for the page") from exc
@@ -1258,15 +1253,14 @@ class BrowserSession:
         if watch is not None and "main" in watch.contexts:
             # Our session's evaluate in the main world: Playwright's page.evaluate would first inject its
             # UtilityScript into a new document (one more round trip to the renderer).
-            uid = watch.contexts["main"]
-            try:
-                r = _fresh_stack(
-                    lambda: watch.cdp.send(
-                        "Runtime.evaluate",
-                        {"expression": f"({_PAGE_STATE})()", "uniqueContextId": uid, "returnByValue": True},
-                        timeout=self.nav_timeout_ms,
-                    )
-                )
+            cdp, timeout = watch.cdp, self.nav_timeout_ms
+            params = {
+                "expression": f"({_PAGE_STATE})()",
+                "uniqueContextId": watch.contexts["main"],
+                "returnByValue": True,
+            }
+            try:  # the lambda holds no reference to the session: see _fresh_stack
+                r = _fresh_stack(lambda: cdp.send("Runtime.evaluate", params, timeout=timeout))
                 title, popup = r["result"]["value"]
                 return str(title), bool(popup)
             except Exception:  # noqa: BLE001  (a context gone mid-navigation: Playwright's call decides)
