@@ -312,9 +312,10 @@ class _NavWatch:
     snapshot (see :data:`_ARIA_HOOK`).
     """
 
-    def __init__(self, cdp: Any) -> None:
+    def __init__(self, cdp: Any, timeout_ms: float | None = None) -> None:
         self.cdp = cdp
-        tree = cdp.send("Page.getFrameTree")["frameTree"]
+        self.timeout = timeout_ms  # for each call (None: none); a tab whose renderer is gone never answers
+        tree = cdp.send("Page.getFrameTree", timeout=timeout_ms)["frameTree"]
         self.main = tree["frame"]["id"]
         self.url = tree["frame"].get("url", "")
         self.requested = self.committed = self.loaded = self.stopped = False
@@ -336,7 +337,7 @@ class _NavWatch:
             ("Page.frameAttached", self._attached),
         ):
             cdp.on(event, handler)
-        cdp.send("Page.enable")
+        cdp.send("Page.enable", timeout=timeout_ms)
 
     def arm_aria(self, hook: str) -> bool:
         """Track the tab's execution contexts and add the snapshot hook to Playwright's utility world (it runs
@@ -344,10 +345,14 @@ class _NavWatch:
         cdp = self.cdp
         cdp.on("Runtime.executionContextCreated", self._context)
         cdp.on("Runtime.executionContextsCleared", lambda _ev: self.contexts.clear())
-        cdp.send("Runtime.enable")  # reports the existing contexts first
+        cdp.send("Runtime.enable", timeout=self.timeout)  # reports the existing contexts first
         if not self.world:
             return False
-        cdp.send("Page.addScriptToEvaluateOnNewDocument", {"source": hook, "worldName": self.world})
+        cdp.send(
+            "Page.addScriptToEvaluateOnNewDocument",
+            {"source": hook, "worldName": self.world},
+            timeout=self.timeout,
+        )
         return True
 
     def _context(self, ev: dict[str, Any]) -> None:
@@ -1028,7 +1033,9 @@ class BrowserSession:
         watch = self._nav.get(page)
         if watch is None:
             try:
-                watch = self._nav[page] = _NavWatch(self._state.context.new_cdp_session(page))
+                watch = self._nav[page] = _NavWatch(
+                    self._state.context.new_cdp_session(page), self.nav_timeout_ms
+                )
             except Exception:  # noqa: BLE001  (not chromium: every click takes Playwright's path)
                 return None
         return watch
@@ -1131,7 +1138,7 @@ class BrowserSession:
         page = self.page
         try:  # the renderer sends frameRequestedNavigation (if any) before it answers this
             if flush:
-                watch.cdp.send("Runtime.evaluate", {"expression": "0"})
+                watch.cdp.send("Runtime.evaluate", {"expression": "0"}, timeout=self.nav_timeout_ms)
         except Exception:  # noqa: BLE001  (the old document is already gone: the navigation is under way)
             watch.requested = True
         deadline = time.monotonic() + self.nav_timeout_ms / 1000
@@ -1156,7 +1163,11 @@ class BrowserSession:
         snap: tuple[str, str, bool] | None = None
         try:
             if navigates:
-                watch.cdp.send("Runtime.evaluate", {"expression": "0", "uniqueContextId": uid})
+                watch.cdp.send(
+                    "Runtime.evaluate",
+                    {"expression": "0", "uniqueContextId": uid},
+                    timeout=self.nav_timeout_ms,
+                )
             else:
                 snap = self._aria_call(watch, uid, _ARIA_FAST)
         except TimeoutError:
