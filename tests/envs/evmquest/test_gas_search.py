@@ -26,8 +26,10 @@ from lynn.envs.evmquest.spec import generic_mutants, oracle_steps
 TX_TASKS = [
     s.task_id for s in implemented_specs("all") if s.split == "composite" or LOGIC[s.task_id].answer is None
 ]
-# Of a task's generic mutants, the one that departs most from the oracle's transactions.
-MUTANT_PREFERENCE = ("skip_approve_step", "wrong_token_contract", "wrong_target", "task_rule")
+COMPOSITES = {s.task_id for s in implemented_specs("composite")}
+# Of a composite's generic mutants, the one that departs most from the oracle's transactions (a skipped approval
+# makes the next step revert at every gas). An atomic task's mutants send the oracle's kind of transaction.
+MUTANT_PREFERENCE = ("skip_approve_step", "wrong_token_contract", "task_rule")
 
 Outcome = tuple[Any, ...]
 
@@ -65,9 +67,18 @@ class SideBySide:
 
     def __init__(self) -> None:
         self.cases: list[Case] = []
+        # The default's outcome by (state, transaction): a mutant's first steps repeat the oracle's on the same
+        # state, and the default is deterministic, so it runs once per pair (ours runs every time).
+        self._default: dict[tuple[Any, ...], tuple[Outcome, int]] = {}
 
     def __call__(self, state: Any, tx: Any) -> int:
-        default, default_runs = _estimate(pyevm_default, state, tx)
+        key = (
+            state.state_root, state.block_number, state.timestamp, tx.sender, tx.to, tx.data, tx.value, tx.nonce,
+            tx.max_fee_per_gas, tx.max_priority_fee_per_gas,
+        )  # fmt: skip
+        if key not in self._default:
+            self._default[key] = _estimate(pyevm_default, state, tx)
+        default, default_runs = self._default[key]
         ours, our_runs = _estimate(replayed_gas_search, state, tx)
         self.cases.append(Case(default, ours, default_runs, our_runs))
         if default[0] == "raises":
@@ -109,21 +120,33 @@ def _run(env: EVMQuestEnv, scripts: list[str]) -> None:
 def test_episode_estimates_equal_pyevm_default(
     evm_env: EVMQuestEnv, side_by_side: SideBySide, task_id: str
 ) -> None:
-    """The oracle's transactions and a generic mutant's (as the soundness tests make them, seed 5)."""
+    """The oracle's transactions and, for a composite, a generic mutant's (as the soundness tests make them,
+    seed 5)."""
     evm_env.reset(seed=5, options={"task_id": task_id})
     mutants = dict(generic_mutants(evm_env.instance, evm_env.names, evm_env.before, np.random.default_rng(1)))
     _run(evm_env, oracle_steps(evm_env.instance, evm_env.names, evm_env.before))
-    name = next(n for p in MUTANT_PREFERENCE for n in mutants if n.startswith(p))
-    evm_env.reset(seed=5, options={"task_id": task_id})
-    _run(evm_env, mutants[name])
+    if task_id in COMPOSITES:
+        name = next(n for p in MUTANT_PREFERENCE for n in mutants if n.startswith(p))
+        evm_env.reset(seed=5, options={"task_id": task_id})
+        _run(evm_env, mutants[name])
     _check(side_by_side.cases)
 
 
-def test_estimates_cover_searches_and_errors(evm_env: EVMQuestEnv, side_by_side: SideBySide) -> None:
-    """A swap whose approval was skipped reverts at every gas: both raise the same revert."""
-    evm_env.reset(seed=5, options={"task_id": "composite_approve_swap_tokens"})
+@pytest.mark.parametrize(
+    ("task_id", "mutant"),
+    [
+        ("composite_approve_swap_tokens", "skip_approve_step_0"),
+        ("composite_approve_transferfrom", "skip_approve_step_0"),
+    ],
+)
+def test_mutant_reverting_at_every_gas_raises_the_same(
+    evm_env: EVMQuestEnv, side_by_side: SideBySide, task_id: str, mutant: str
+) -> None:
+    """A swap or transferFrom whose approval was skipped reverts at every gas: both estimators raise the same
+    revert (and the env falls back to a fixed gas limit)."""
+    evm_env.reset(seed=5, options={"task_id": task_id})
     mutants = dict(generic_mutants(evm_env.instance, evm_env.names, evm_env.before, np.random.default_rng(1)))
-    _run(evm_env, mutants["skip_approve_step_0"])
+    _run(evm_env, mutants[mutant])
     assert any(c.default[0] == "raises" for c in side_by_side.cases), side_by_side.cases
     _check(side_by_side.cases)
 
