@@ -98,6 +98,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     # by design; they are not leaks, so stop them before looking.
     multiprocessing.resource_tracker._resource_tracker._stop()
     multiprocessing.forkserver._forkserver._stop()
+    # LiveWeb sessions collected inside Playwright's loop finish their shutdown at the next safe moment.
+    if "lynn.envs.liveweb.browser" in sys.modules:
+        sys.modules["lynn.envs.liveweb.browser"].close_collected_sessions()
     deadline = time.time() + 10
     left = _descendants(os.getpid())
     while left and time.time() < deadline:

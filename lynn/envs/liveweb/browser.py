@@ -6,6 +6,7 @@ observations (accessibility tree with stable element ids) and safe action execut
 from __future__ import annotations
 
 import ast
+import atexit
 import contextlib
 import functools
 import json
@@ -439,6 +440,7 @@ _DRIVER_LOCK = threading.Lock()
 
 
 def _acquire_driver() -> Any:
+    _shutdown_deferred()
     with _DRIVER_LOCK:
         if _DRIVER["pw"] is None:
             from playwright.sync_api import sync_playwright
@@ -459,7 +461,62 @@ def _release_driver() -> None:
                 pass
 
 
+# Sessions collected where Playwright's sync API cannot be called (see _sync_calls_allowed): their browser
+# processes are killed at once, the rest of their shutdown (Playwright's close calls, the driver's release)
+# waits for the next safe moment: a new session, a close(), a collection outside the loop, or the exit.
+_DEFERRED: list[_State] = []
+
+
+def _sync_calls_allowed(state: _State) -> bool:
+    """False inside Playwright's own event loop (its dispatcher greenlet) or in another thread.
+
+    The garbage collector runs finalizers wherever an allocation happens to trigger it, including inside
+    the driver's asyncio loop while a sync call waits. A sync call from there switches to the dispatcher
+    greenlet it is already in and waits for ever (seen as 900 s hangs in the test suite)."""
+    obj = state.browser or state.context or state.pw
+    fiber = getattr(obj, "_dispatcher_fiber", None)
+    if fiber is None:
+        return True
+    import greenlet
+
+    def root(g: Any) -> Any:  # a thread's main greenlet: greenlets never switch across threads
+        while g.parent is not None:
+            g = g.parent
+        return g
+
+    current = greenlet.getcurrent()
+    return current is not fiber and root(current) is root(fiber)
+
+
+def _kill_browser(state: _State) -> None:
+    for pid in list(state.pids):  # a chromium that ignored the close would otherwise linger
+        if Path(f"/proc/{pid}").exists() and "chrom" in cmdline(pid):
+            try:
+                os.kill(pid, 9)
+            except OSError:
+                pass
+    state.pids.clear()
+
+
+def close_collected_sessions() -> None:
+    """Finish the shutdown of sessions the garbage collector found inside Playwright's loop (their
+    browsers are already killed; this closes their Playwright objects and releases the driver). Runs by
+    itself at the next safe moment and at exit; call it where no session will follow (a test suite's end)."""
+    if _DEFERRED and _sync_calls_allowed(_DEFERRED[-1]):
+        while _DEFERRED:
+            _shutdown(_DEFERRED.pop())
+
+
+_shutdown_deferred = close_collected_sessions
+atexit.register(close_collected_sessions)
+
+
 def _shutdown(state: _State) -> None:
+    if not _sync_calls_allowed(state):
+        _kill_browser(state)
+        _DEFERRED.append(state)
+        return
+    _shutdown_deferred()
     for obj in (state.context, state.browser):
         if obj is None:
             continue
@@ -471,13 +528,7 @@ def _shutdown(state: _State) -> None:
     if state.pw is not None:
         state.pw = None
         _release_driver()
-    for pid in list(state.pids):  # a chromium that ignored the close would otherwise linger
-        if Path(f"/proc/{pid}").exists() and "chrom" in cmdline(pid):
-            try:
-                os.kill(pid, 9)
-            except OSError:
-                pass
-    state.pids.clear()
+    _kill_browser(state)
     if state.download_dir:
         shutil.rmtree(state.download_dir, ignore_errors=True)
 

@@ -212,6 +212,36 @@ def test_close_and_garbage_collection_leave_no_process(lab: LabServer) -> None:
     assert not _wait_gone(pids)
 
 
+def test_a_session_collected_inside_playwrights_loop_does_not_hang() -> None:
+    """The collector can run a dropped session's finalizer inside Playwright's event loop (its dispatcher
+    greenlet, while another env's call waits); a sync Playwright call from there would wait for ever. The
+    dropped browser is killed at once, the rest of its shutdown waits for a safe moment, and the other env
+    goes on."""
+    from lynn.envs.liveweb import browser as browser_module
+
+    env = LiveWebEnv(split="test")
+    other = LiveWebEnv(split="test")
+    try:
+        env.reset(options={"task_id": "shop.product_price.3"})
+        other.reset(options={"task_id": "shop.product_price.3"})
+        session = env.unwrapped.browser
+        pids = session.browser_pids()
+        assert pids
+        # As the collector would: the finalizer runs from a callback of the loop the next sync call drives.
+        session._state.browser._loop.call_soon(session._finalizer)
+        obs, *_ = other.step("noop()")
+        assert "Price" in obs["axtree"] or obs["url"]
+        assert not _wait_gone(pids), "the collected session's chromium was not killed"
+        assert browser_module._DEFERRED, "its Playwright calls were not left for a safe moment"
+        browser_module.close_collected_sessions()
+        assert not browser_module._DEFERRED
+        obs, *_ = other.step("noop()")  # the driver the two shared is still there for the other env
+        assert obs["url"].startswith("http")
+    finally:
+        env.close()
+        other.close()
+
+
 def _dropped_env_pids() -> list[int]:
     # A function scope, because Python 3.11 keeps a `del`eted local alive in a frame whose f_locals was read
     # (Playwright reads its callers' frames); a returned-from frame releases it.
