@@ -327,6 +327,8 @@ class _NavWatch:
         # a tab watched from its first (blank) document without child frames; -1: unknown.
         self.seq = 0 if self.url in ("", "about:blank") and not tree.get("childFrames") else -1
         self.armed = False  # arm_aria tried (BrowserSession._arm)
+        self.tracking = False  # Runtime events on
+        self.hooked = False  # the snapshot hook is added to the utility world (for documents from then on)
         self.world = ""  # Playwright's utility world's name in this tab, once armed
         self.contexts: dict[str, str] = {}  # "utility"/"main" -> uniqueId of the current document's context
         for event, handler in (
@@ -342,18 +344,23 @@ class _NavWatch:
 
     def arm_aria(self, hook: str) -> bool:
         """Track the tab's execution contexts and add the snapshot hook to Playwright's utility world (it runs
-        in the documents that start from now on). False if that world was not found."""
+        in the documents that start from now on). False if that world is not known yet: a later call adds the
+        hook once it is (on a loaded machine a new tab's utility world can come after the first call)."""
         cdp = self.cdp
-        cdp.on("Runtime.executionContextCreated", self._context)
-        cdp.on("Runtime.executionContextsCleared", lambda _ev: self.contexts.clear())
-        cdp.send("Runtime.enable", timeout=self.timeout)  # reports the existing contexts first
+        if not self.tracking:
+            self.tracking = True
+            cdp.on("Runtime.executionContextCreated", self._context)
+            cdp.on("Runtime.executionContextsCleared", lambda _ev: self.contexts.clear())
+            cdp.send("Runtime.enable", timeout=self.timeout)  # reports the existing contexts first
         if not self.world:
             return False
-        cdp.send(
-            "Page.addScriptToEvaluateOnNewDocument",
-            {"source": hook, "worldName": self.world},
-            timeout=self.timeout,
-        )
+        if not self.hooked:
+            cdp.send(
+                "Page.addScriptToEvaluateOnNewDocument",
+                {"source": hook, "worldName": self.world},
+                timeout=self.timeout,
+            )
+            self.hooked = True
         return True
 
     def _context(self, ev: dict[str, Any]) -> None:
@@ -1092,22 +1099,23 @@ class BrowserSession:
         return watch
 
     def _arm(self, page: Any) -> _NavWatch | None:
-        """The tab's watch with the fast snapshot's hook added (once per tab), or ``None``."""
+        """The tab's watch with the fast snapshot's hook added (tried at once, then again at each observation
+        until Playwright's utility world is known), or ``None``."""
         watch = self._watch(page)
-        if watch is not None and not watch.armed:
+        if watch is not None and not watch.hooked:
             watch.armed = True
             hook = _aria_hook()
             try:
-                if hook is None or not watch.arm_aria(hook):
-                    watch.world = ""
+                if hook is not None:
+                    watch.arm_aria(hook)
             except Exception:  # noqa: BLE001  (a closing tab: Playwright's snapshot)
-                watch.world = ""
+                pass
         return watch
 
     def _click_point(self, watch: _NavWatch, bid: str) -> Any:
         """``_CLICK_POINT`` on the element ``bid`` of the last snapshot, found by the fast snapshot's instance in
         the utility world (one round trip, no injection); ``None`` where that instance does not have it."""
-        if not watch.world or "utility" not in watch.contexts:
+        if not watch.hooked or "utility" not in watch.contexts:
             return None
         expr = (
             "((ref) => { const st = globalThis.__lynnAria;"
@@ -1158,7 +1166,7 @@ class BrowserSession:
     def _settle_caused(self, page: Any, watch: _NavWatch, navigates: bool = False) -> None:
         """After a mouse action: wait for what it caused; with the fast snapshot, keep the settled page's
         observation for :meth:`observe` (it costs the call that tells whether a navigation was asked for)."""
-        if self.fast_snapshot and watch.world and "utility" in watch.contexts:
+        if self.fast_snapshot and watch.hooked and "utility" in watch.contexts:
             got = self._snapshot_caused(watch, navigates)
             if got is not None:
                 self._prefetch = (page, watch.changes, got)
@@ -1344,10 +1352,10 @@ class BrowserSession:
     def _fast_observation(self, page: Any) -> tuple[str, str, bool] | None:
         """(snapshot, title, whether a new tab was asked for) of ``page`` in one round trip, or ``None``."""
         watch = self._nav.get(page)
-        if watch is None or not watch.armed:
-            self._arm(page)
+        if watch is None or not watch.hooked:
+            self._arm(page)  # from the tab's next document on
             return None
-        if not watch.world or "utility" not in watch.contexts:
+        if "utility" not in watch.contexts:
             return None
         try:
             return self._aria_call(watch, watch.contexts["utility"], _ARIA_FAST)
