@@ -1,11 +1,14 @@
 """Session fixtures for the LM tests (loaded by tests/conftest.py): a tiny target LM trained once per
-test session on real EVMQuest oracle demonstrations (seconds)."""
+test run on real EVMQuest oracle demonstrations (seconds; once per run under pytest-xdist too, see
+tests/_shared.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+
+from tests._shared import built_once
 
 EVM_TASKS = ["bnb_transfer_basic", "wbnb_deposit", "query_gas_price"]
 
@@ -14,34 +17,36 @@ EVM_TASKS = ["bnb_transfer_basic", "wbnb_deposit", "query_gas_price"]
 def evm_demos(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from lynn.eval.collect import CollectConfig, collect
 
-    out = tmp_path_factory.mktemp("evm_demos")
-    collect(
-        CollectConfig(
-            "Lynn/EVMQuest-v0",
-            tasks=EVM_TASKS,
-            seeds=list(range(100_000, 100_016)),
-            out=str(out),
-            progress=False,
+    def build(out: Path) -> None:
+        collect(
+            CollectConfig(
+                "Lynn/EVMQuest-v0",
+                tasks=EVM_TASKS,
+                seeds=list(range(100_000, 100_016)),
+                out=str(out),
+                progress=False,
+            )
         )
-    )
-    return out
+
+    return built_once(tmp_path_factory, "evm_demos", build)[0]
 
 
 @pytest.fixture(scope="session")
 def tiny_lm(evm_demos: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     from lynn.lm.train import TrainConfig, train_lm
 
-    out = tmp_path_factory.mktemp("tiny_lm")
-    train_lm(
-        TrainConfig(
-            data=str(evm_demos),
-            out=str(out),
-            size="tiny",
-            epochs=12,
-            batch_size=8,
-            lr=3e-3,
-            progress=False,
-            threads=1,
+    def build(out: Path) -> None:
+        train_lm(
+            TrainConfig(
+                data=str(evm_demos),
+                out=str(out),
+                size="tiny",
+                epochs=12,
+                batch_size=8,
+                lr=3e-3,
+                progress=False,
+                threads=1,
+            )
         )
-    )
-    return out
+
+    return built_once(tmp_path_factory, "tiny_lm", build)[0]

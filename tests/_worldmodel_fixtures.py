@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from tests._shared import built_once
+
 TEMPLATES = ["shop.product_price", "shop.open_product", "admin.set_price"]
 TRAIN_IDS = [f"{t}.{i}" for t in TEMPLATES for i in (0, 1, 2)]
 TEST_IDS = [f"{t}.{i}" for t in TEMPLATES for i in (3, 7)]
@@ -19,11 +21,15 @@ TEST_IDS = [f"{t}.{i}" for t in TEMPLATES for i in (3, 7)]
 def web_data(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     from lynn.eval.collect import CollectConfig, collect
 
-    root = tmp_path_factory.mktemp("web_transitions")
-    for split, ids in (("train", TRAIN_IDS), ("test", TEST_IDS)):
-        collect(
-            CollectConfig("Lynn/LiveWeb-v0", split=split, tasks=ids, out=str(root / split), progress=False)
-        )
+    def build(root: Path) -> None:
+        for split, ids in (("train", TRAIN_IDS), ("test", TEST_IDS)):
+            collect(
+                CollectConfig(
+                    "Lynn/LiveWeb-v0", split=split, tasks=ids, out=str(root / split), progress=False
+                )
+            )
+
+    root = built_once(tmp_path_factory, "web_transitions", build)[0]
     return {"train": root / "train", "test": root / "test"}
 
 
@@ -33,16 +39,20 @@ def memory_model(web_data: dict[str, Path], tmp_path_factory: pytest.TempPathFac
     from lynn.envs.worldmodel.reward_model import train_reward_model
     from lynn.envs.worldmodel.train import WorldModelConfig, train_world_model
 
-    out = tmp_path_factory.mktemp("wm_memory")
     data = [str(web_data["train"]), str(web_data["test"])]
-    train_world_model(WorldModelConfig(data=data, out=str(out), kind="memory", heldout=[]))
-    train_reward_model(data, str(out), all_templates=True)
-    return out
+
+    def build(out: Path) -> None:
+        train_world_model(WorldModelConfig(data=data, out=str(out), kind="memory", heldout=[]))
+        train_reward_model(data, str(out), all_templates=True)
+
+    return built_once(tmp_path_factory, "wm_memory", build)[0]
 
 
 @pytest.fixture(scope="session")
 def tiny_world_model(web_data: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _train_tiny(web_data, tmp_path_factory.mktemp("wm_tiny_lm"), reply_tokens=128, epochs=1)
+    return built_once(
+        tmp_path_factory, "wm_tiny_lm", lambda out: _train_tiny(web_data, out, reply_tokens=128, epochs=1)
+    )[0]
 
 
 def _train_tiny(web_data: dict[str, Path], out: Path, **config: Any) -> Path:
@@ -67,6 +77,8 @@ def _train_tiny(web_data: dict[str, Path], out: Path, **config: Any) -> Path:
 def tiny_correct_model(web_data: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny ``correct``-mode LM world model (it corrects the transferred nearest-neighbour Δ in its
     prompt), trained in seconds on the session's train episodes."""
-    return _train_tiny(
-        web_data, tmp_path_factory.mktemp("wm_tiny_correct"), mode="correct", reply_tokens=96, epochs=2
-    )
+    return built_once(
+        tmp_path_factory,
+        "wm_tiny_correct",
+        lambda out: _train_tiny(web_data, out, mode="correct", reply_tokens=96, epochs=2),
+    )[0]

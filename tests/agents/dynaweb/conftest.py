@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests._shared import built_once
 from tests._worldmodel_fixtures import TRAIN_IDS
 
 __all__ = ["TRAIN_IDS"]
@@ -18,21 +19,22 @@ __all__ = ["TRAIN_IDS"]
 def web_policy(web_data: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
     from lynn.lm.train import TrainConfig, train_lm
 
-    out = tmp_path_factory.mktemp("bc_web_tiny")
-    train_lm(
-        TrainConfig(
-            data=str(web_data["train"]),
-            out=str(out),
-            size="tiny",
-            context=512,
-            vocab_size=512,
-            epochs=2,
-            lr=3e-3,
-            progress=False,
-            threads=1,
+    def build(out: Path) -> None:
+        train_lm(
+            TrainConfig(
+                data=str(web_data["train"]),
+                out=str(out),
+                size="tiny",
+                context=512,
+                vocab_size=512,
+                epochs=2,
+                lr=3e-3,
+                progress=False,
+                threads=1,
+            )
         )
-    )
-    return out
+
+    return built_once(tmp_path_factory, "bc_web_tiny", build)[0]
 
 
 @pytest.fixture

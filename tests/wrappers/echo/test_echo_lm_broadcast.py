@@ -211,6 +211,15 @@ def test_second_run_never_reuses_old_weights(broadcast):
 
 
 # --- Ray backend --------------------------------------------------------------------------------
+@pytest.fixture(scope="module", autouse=True)
+def _one_ray_cluster_at_a_time(tmp_path_factory):
+    """Under pytest-xdist, the modules that start a local Ray cluster run one at a time."""
+    from tests._shared import one_at_a_time
+
+    with one_at_a_time(tmp_path_factory, "ray"):
+        yield
+
+
 @pytest.fixture(scope="module")
 def ray_session(tmp_path_factory):
     ray = pytest.importorskip("ray")

@@ -19,6 +19,15 @@ from tests.wrappers.echo._echo_envs import VersionLearner, make_sleep_worker  # 
 from tests.wrappers.echo.test_echo_actor_learner import check_run  # noqa: E402
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _one_ray_cluster_at_a_time(tmp_path_factory):
+    """Under pytest-xdist, the modules that start a local Ray cluster run one at a time."""
+    from tests._shared import one_at_a_time
+
+    with one_at_a_time(tmp_path_factory, "ray"):
+        yield
+
+
 @pytest.fixture(scope="module")
 def ray_session(tmp_path_factory):
     os.environ["RAY_AUTH_MODE"] = "disabled"
