@@ -41,10 +41,10 @@ run: venv system
 models: venv system
 	$(BIN)/lynn zoo build --install
 
-# Serial on purpose: pytest-xdist (-n auto --dist loadfile) made CI slower, 1967 s against 1317 s serial, because
-# every worker starts its own browser, site servers and chains on 2 cores. The 30 slowest tests are listed at the end.
+# Two pytest-xdist workers, a test file each at a time (module fixtures stay in one worker; session fixtures that
+# train or record are built once per run, tests/_shared.py). The 30 slowest tests are listed at the end.
 test: venv system
-	$(BIN)/python -m pytest tests --durations=30
+	$(BIN)/python -m pytest tests -n 2 --dist loadfile --durations=30
 
 bench: venv system
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

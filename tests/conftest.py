@@ -13,6 +13,10 @@ pytest_plugins = [
 ]
 
 REPO = Path(__file__).resolve().parents[1]
+# Under pytest-xdist (make test runs two workers on two cores) each worker's torch would start one thread
+# per core, and the two workers' threads would contend for the same cores; one each (subprocesses inherit it).
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 GUESS = "tests._envs:LynnTest/Guess-v0"
 
 
