@@ -21,29 +21,15 @@ import numpy as np
 from eth.estimators.gas import binary_gas_search_intrinsic_tolerance as pyevm_default
 
 from lynn.envs.evmquest.evmquest_env import EVMQuestEnv, implemented_specs
-from lynn.envs.evmquest.gas_search import replayed_gas_search
+from lynn.envs.evmquest.gas_search import counted_estimate, replayed_gas_search
 from lynn.envs.evmquest.spec import generic_mutants, oracle_steps
 
 
 def _estimate(
     estimator: Callable[[Any, Any], int], state: Any, tx: Any
 ) -> tuple[tuple[Any, ...], int, float]:
-    runs = 0
-    apply = state.apply_transaction
-
-    def counted(transaction: Any) -> Any:
-        nonlocal runs
-        runs += 1
-        return apply(transaction)
-
-    state.apply_transaction = counted
     t0 = time.process_time()
-    try:
-        outcome: tuple[Any, ...] = ("gas", estimator(state, tx))
-    except Exception as exc:  # noqa: BLE001  (the exception is the outcome compared)
-        outcome = ("raises", type(exc), exc.args)
-    finally:
-        del state.apply_transaction
+    outcome, runs = counted_estimate(estimator, state, tx)
     return outcome, runs, time.process_time() - t0
 
 

@@ -37,6 +37,7 @@ transfer: 1, as in the default; and at most the default's + 1 where nothing can 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from eth.exceptions import Revert
@@ -225,3 +226,27 @@ def replayed_gas_search(state: Any, transaction: Any) -> int:
             state.computation_class = base_class
         else:
             del state.computation_class
+
+
+def counted_estimate(
+    estimator: Callable[[Any, Any], int], state: Any, transaction: Any
+) -> tuple[tuple[Any, ...], int]:
+    """``(outcome, executions)`` of one estimate: ``("gas", n)`` or ``("raises", type, args)``, and how many
+    times ``estimator`` ran the transaction on ``state`` (for comparing estimators side by side: the test and
+    benchmarks/bench_evm_gas_search.py)."""
+    runs = 0
+    apply = state.apply_transaction
+
+    def counted(tx: Any) -> Any:
+        nonlocal runs
+        runs += 1
+        return apply(tx)
+
+    state.apply_transaction = counted
+    try:
+        outcome: tuple[Any, ...] = ("gas", estimator(state, transaction))
+    except Exception as exc:  # noqa: BLE001  (the exception is the outcome compared)
+        outcome = ("raises", type(exc), exc.args)
+    finally:
+        del state.apply_transaction
+    return outcome, runs

@@ -19,7 +19,7 @@ from eth.vm.spoof import SpoofTransaction
 
 from lynn.envs.evmquest.catalog import LOGIC
 from lynn.envs.evmquest.evmquest_env import EVMQuestEnv, implemented_specs
-from lynn.envs.evmquest.gas_search import replayed_gas_search
+from lynn.envs.evmquest.gas_search import counted_estimate, replayed_gas_search
 from lynn.envs.evmquest.spec import generic_mutants, oracle_steps
 
 # Tasks that send transactions (an atomic query only reads): the first of each split and category (30 of 90;
@@ -41,22 +41,7 @@ Outcome = tuple[Any, ...]
 
 def _estimate(estimator: Callable[[Any, Any], int], state: Any, tx: Any) -> tuple[Outcome, int]:
     """``estimator``'s gas or exception on ``state``, and how many times it ran the transaction."""
-    runs = 0
-    apply = state.apply_transaction
-
-    def counted(transaction: Any) -> Any:
-        nonlocal runs
-        runs += 1
-        return apply(transaction)
-
-    state.apply_transaction = counted
-    try:
-        outcome: Outcome = ("gas", estimator(state, tx))
-    except Exception as exc:  # noqa: BLE001  (the exception is the outcome compared)
-        outcome = ("raises", type(exc), exc.args)
-    finally:
-        del state.apply_transaction
-    return outcome, runs
+    return counted_estimate(estimator, state, tx)
 
 
 @dataclass
