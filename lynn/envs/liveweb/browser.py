@@ -447,7 +447,7 @@ _DRIVER_LOCK = threading.Lock()
 
 
 def _acquire_driver() -> Any:
-    _shutdown_deferred()
+    close_collected_sessions()
     with _DRIVER_LOCK:
         if _DRIVER["pw"] is None:
             from playwright.sync_api import sync_playwright
@@ -514,7 +514,6 @@ def close_collected_sessions() -> None:
             _shutdown(_DEFERRED.pop())
 
 
-_shutdown_deferred = close_collected_sessions
 atexit.register(close_collected_sessions)
 
 
@@ -523,7 +522,7 @@ def _shutdown(state: _State) -> None:
         _kill_browser(state)
         _DEFERRED.append(state)
         return
-    _shutdown_deferred()
+    close_collected_sessions()
     for obj in (state.context, state.browser):
         if obj is None:
             continue
