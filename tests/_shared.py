@@ -52,3 +52,11 @@ def one_at_a_time(tmp_path_factory: pytest.TempPathFactory, name: str) -> Iterat
         return
     with FileLock(str(tmp_path_factory.getbasetemp().parent / f"{name}.lock")):
         yield
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_ray_cluster_at_a_time(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Imported by the test modules that start a local Ray cluster (autouse there): under pytest-xdist
+    they run one at a time."""
+    with one_at_a_time(tmp_path_factory, "ray"):
+        yield

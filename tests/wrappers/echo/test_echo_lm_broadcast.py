@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from lynn.wrappers.echo.actor_learner import ActorLearner, LocalPool, _ChainStore, _chunks
+from tests._shared import one_ray_cluster_at_a_time  # noqa: F401  (autouse: this module starts Ray)
 from tests.wrappers.echo.test_echo_actor_learner import check_run
 
 PAYLOAD = 300_000  # bytes of "weights": many chunks at CHUNK
@@ -211,15 +212,6 @@ def test_second_run_never_reuses_old_weights(broadcast):
 
 
 # --- Ray backend --------------------------------------------------------------------------------
-@pytest.fixture(scope="module", autouse=True)
-def _one_ray_cluster_at_a_time(tmp_path_factory):
-    """Under pytest-xdist, the modules that start a local Ray cluster run one at a time."""
-    from tests._shared import one_at_a_time
-
-    with one_at_a_time(tmp_path_factory, "ray"):
-        yield
-
-
 @pytest.fixture(scope="module")
 def ray_session(tmp_path_factory):
     ray = pytest.importorskip("ray")

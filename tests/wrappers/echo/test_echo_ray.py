@@ -14,18 +14,10 @@ ray = pytest.importorskip("ray")
 from lynn.eval.runner import EvalConfig, evaluate, run_dir  # noqa: E402
 from lynn.wrappers.echo.actor_learner import ActorLearner  # noqa: E402
 from lynn.wrappers.echo.broadcast import RayBroadcast, simulate_broadcast  # noqa: E402
+from tests._shared import one_ray_cluster_at_a_time  # noqa: E402, F401  (autouse: this module starts Ray)
 from tests.conftest import GUESS, REPO, run_lynn  # noqa: E402
 from tests.wrappers.echo._echo_envs import VersionLearner, make_sleep_worker  # noqa: E402
 from tests.wrappers.echo.test_echo_actor_learner import check_run  # noqa: E402
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _one_ray_cluster_at_a_time(tmp_path_factory):
-    """Under pytest-xdist, the modules that start a local Ray cluster run one at a time."""
-    from tests._shared import one_at_a_time
-
-    with one_at_a_time(tmp_path_factory, "ray"):
-        yield
 
 
 @pytest.fixture(scope="module")
