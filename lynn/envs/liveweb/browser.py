@@ -679,9 +679,33 @@ class BrowserSession:
         in the events); a tab opened later by a closed tab is closed at once. Tests:
         tests/envs/liveweb/test_context_reuse.py.
         """
-        st = self._state
         if not self.alive():
             self._launch()
+        self._new_context(allowed_origins, storage_state, geolocation)
+
+    def _open_tab(self, ctx: Any) -> Any:
+        """``ctx.new_page()``, failing after ``nav_timeout_ms`` instead of waiting for ever.
+
+        Playwright's ``new_page`` has no timeout of its own, and it never returns when the renderer the tab is
+        given dies as the tab opens (seen when every renderer, the spare one included, is killed just before a
+        reset: tests/envs/liveweb/test_context_reuse.py); killing the browser does not end the wait either.
+        So the call's coroutine runs under ``asyncio.wait_for`` through the sync API's own ``_sync`` (which
+        takes any awaitable), and a timeout raises here like any other failure: the clearing falls back to a
+        fresh context, a fresh context's failure to the env's browser restart."""
+        import asyncio
+
+        from playwright._impl._sync_base import mapping
+
+        seconds = self.nav_timeout_ms / 1000
+        try:
+            return mapping.from_impl(ctx._sync(asyncio.wait_for(ctx._impl_obj.new_page(), seconds)))
+        except asyncio.TimeoutError:
+            raise TimeoutError(f"the browser did not open a tab within {seconds:g} s") from None
+
+    def _new_context(
+        self, allowed_origins: set[str], storage_state: str | None, geolocation: dict[str, float] | None
+    ) -> None:
+        st = self._state
         origins = {origin(u) for u in allowed_origins}
         key = (frozenset(origins), tuple(sorted((geolocation or {}).items())), self.network_guard)
         note = ""
@@ -731,7 +755,7 @@ class BrowserSession:
         st.context.on("page", _weak(self._on_page))
         st.context.add_init_script(_POPUP_WATCH)
         self.pages = []
-        st.context.new_page()  # _on_page registers it
+        self._open_tab(st.context)  # _on_page registers it
         self._start_episode(self.pages[0])
         if storage_state is None:
             self._context_key = key
@@ -762,7 +786,7 @@ class BrowserSession:
         # afresh. It opens first so that the context always has a page to speak to the browser through.
         self._scratch = True  # not a tab of the (old) episode: no "new tab" event, no handlers yet
         try:
-            tab = ctx.new_page()
+            tab = self._open_tab(ctx)
         finally:
             self._scratch = False
         for page in list(ctx.pages):  # the last episode's tabs, and any page an evaluator left open
@@ -810,7 +834,7 @@ class BrowserSession:
         and closing it changes neither the active tab nor the events the agent sees."""
         self._scratch = True
         try:
-            page = self._state.context.new_page()
+            page = self._open_tab(self._state.context)
         finally:
             self._scratch = False
         try:
@@ -911,12 +935,12 @@ class BrowserSession:
     # --- actions -------------------------------------------------------------------------------
     def new_tab(self) -> None:
         """Open a blank tab; it becomes the active one."""
-        self._state.context.new_page()
+        self._open_tab(self._state.context)
 
     def goto(self, url: str) -> None:
         page = self.page
         if page is None:
-            self._state.context.new_page()
+            self._open_tab(self._state.context)
             page = self.page
         page.goto(url, wait_until="domcontentloaded")
 
@@ -991,12 +1015,12 @@ class BrowserSession:
         elif name == "go_forward":
             page.go_forward(wait_until="domcontentloaded")
         elif name == "new_tab":
-            self._state.context.new_page()
+            self._open_tab(self._state.context)
         elif name == "tab_close":
             last = len(self.pages) <= 1
             page.close()
             if last:  # BrowserGym: closing the last tab leaves a blank one
-                self._state.context.new_page()
+                self._open_tab(self._state.context)
         elif name == "tab_focus":
             if not 0 <= a["index"] < len(self.pages):
                 raise ValueError(f"no tab {a['index']}; open tabs: 0..{len(self.pages) - 1}")
