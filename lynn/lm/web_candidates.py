@@ -604,6 +604,10 @@ class Choice:
     shown: str
     index: int
     probs: list[float]
+    #: the mixture behind the draw, when a memory was mixed in: ``p_knn``/``p_lm`` (the chosen candidate's share
+    #: under each part, ``p_knn`` None when the memory held nothing for the page), ``weight`` (the policy's λ),
+    #: ``behaviour`` (the probability the candidate was drawn with), ``key`` (the memory key matched).
+    mixture: dict[str, Any] | None = None
 
     def token_ids(self, tokenizer: Any) -> tuple[list[int], list[int]]:
         """(prompt ids, reply ids with the end-of-turn token): the split :func:`score_replies` scores."""
@@ -634,10 +638,22 @@ class RankedChooser:
     """
 
     def __init__(
-        self, model: Any, tokenizer: Any, fmt: WebFormat, max_parts: int = 8, memory: Any = None
+        self,
+        model: Any,
+        tokenizer: Any,
+        fmt: WebFormat,
+        max_parts: int = 8,
+        memory: Any = None,
+        weights: Any = None,
     ) -> None:
         self.model, self.tokenizer, self.fmt = model, tokenizer, fmt
         self.memory = memory  # a lynn.lm.web_memory.ActionMemory, mixed in with weight fmt.memory_weight
+        #: a lynn.lm.web_memory.MemoryWeights: λ per state (memory key kind, goal template) instead of
+        #: fmt.memory_weight; None: fmt.memory_weight everywhere (the default)
+        self.weights = weights
+        #: sampling only (temperature > 0): draw with λ·behaviour_scale instead of λ (exploration; the
+        #: Choice records both probabilities so a learner can correct for it). 1: draw from the policy.
+        self.behaviour_scale = 1.0
         self.ranker = fmt.make_ranker()
         self.max_parts = max_parts
         self.last_prompt_tokens = 0
@@ -668,20 +684,32 @@ class RankedChooser:
         self.last_prompt_tokens = len(encode_chat(self.tokenizer, msgs, add_generation_prompt=True))
         self.goal = str(obs.get("goal", ""))
         scores = self._score(msgs, [r for r, _ in cands])
-        pick = scores
-        if self.memory is not None and self.fmt.memory_weight > 0:
-            from lynn.lm.web_memory import mix, reply_form, span_addresses
+        pick = draw = scores
+        mixed = self.memory is not None and (self.weights is not None or self.fmt.memory_weight > 0)
+        parts: tuple[list[float], list[float] | None] | None = None
+        key, lam, lam_b = "", self.fmt.memory_weight, self.fmt.memory_weight
+        if mixed:
+            from lynn.lm.web_memory import mix, mix_parts, reply_form, span_addresses
 
-            counts = self.memory.lookup(self.goal, replies, str(obs.get("url", "")))
+            key, counts = self.memory.lookup_key(self.goal, replies, str(obs.get("url", "")))
             raw = [r for r, _ in cands]
             where = span_addresses(page)
             slots = web_slots(self.goal)  # the memory's own delexicalisation, whatever the LM reads
             forms = [reply_form(r, mask_slots(r, slots), self.memory.constants, where) for r in raw]
-            pick = mix(scores, forms, counts, self.fmt.memory_weight)
+            if self.weights is not None:
+                lam = self.weights.weight(self.goal, key)
+            pick = draw = mix(scores, forms, counts, lam)
+            if self.weights is not None:
+                parts = mix_parts(scores, forms, counts)
+            if temperature > 0 and self.behaviour_scale != 1.0:
+                lam_b = min(1.0, max(0.0, lam * self.behaviour_scale))
+                draw = mix(scores, forms, counts, lam_b)
+            else:
+                lam_b = lam
         import math
 
         tau = temperature if temperature > 0 else 1.0
-        w = [math.exp((x - max(pick)) / tau) for x in pick]
+        w = [math.exp((x - max(draw)) / tau) for x in draw]
         probs = [x / sum(w) for x in w]
         if temperature > 0 and len(cands) > 1:
             import random
@@ -689,19 +717,29 @@ class RankedChooser:
             best = (rng or random.Random()).choices(range(len(cands)), weights=probs)[0]
         else:
             best = max(range(len(cands)), key=lambda i: pick[i])
+        mixture = None
+        if parts is not None:
+            p_lm, knn = parts
+            mixture = {
+                "p_lm": p_lm[best],
+                "p_knn": None if knn is None else knn[best],
+                "weight": lam,
+                "behaviour_weight": lam_b,
+                "behaviour": probs[best] if temperature > 0 and len(cands) > 1 else 1.0,
+                "key": key,
+                "goal": self.goal,
+            }
         reply, action = cands[best]
         if reply.startswith("answer ") and reply != 'answer "done"':
             first = answer_text(action) or ""
-            built = (
-                self._recall_answer(first, page)
-                if self.memory is not None and self.fmt.memory_weight > 0
-                else None
-            )
+            built = self._recall_answer(first, page) if mixed and lam > 0 else None
             if built is not None:
                 reply, action = f"answer {q(built)}", f"send_msg_to_user({built!r})"
             else:
                 reply, action = self._extend(msgs, units, first, scores[best])
-        return Choice(reply, action, msgs, shown_replies([reply], self.goal, self.fmt)[0], best, probs)
+        return Choice(
+            reply, action, msgs, shown_replies([reply], self.goal, self.fmt)[0], best, probs, mixture
+        )
 
     def _recall_answer(self, first: str, page: Sequence[Element]) -> str | None:
         """The whole answer after its first part as the memory's answers of this template went on (None: no
@@ -721,11 +759,14 @@ class RankedChooser:
         """The chooser of a model folder: its ``lynn_web.json`` and, if present, its action memory."""
         import json
 
-        from lynn.lm.web_memory import MEMORY_FILE, ActionMemory
+        from lynn.lm.web_memory import MEMORY_FILE, MIXTURE_FILE, ActionMemory, MemoryWeights
 
         fmt = WebFormat(**json.loads((Path(folder) / "lynn_web.json").read_text()))
         mem_file = Path(folder) / MEMORY_FILE
         memory = ActionMemory.load(mem_file) if mem_file.exists() else None
+        mix_file = Path(folder) / MIXTURE_FILE  # learned λ per state (DynaWeb), when the folder has them
+        if memory is not None and mix_file.exists() and "weights" not in kw:
+            kw["weights"] = MemoryWeights.load(mix_file)
         return cls(model, tokenizer, fmt, memory=memory, **kw)
 
     def _score(self, msgs: list[dict[str, str]], replies: list[str]) -> list[float]:

@@ -249,10 +249,19 @@ class ActionMemory:
 
     def lookup(self, goal: str, replies: Sequence[str], url: str) -> Counter[str]:
         """Generalised reply counts under the most specific key of this state the memory holds (empty if none)."""
+        return self.lookup_key(goal, replies, url)[1]
+
+    def lookup_key(self, goal: str, replies: Sequence[str], url: str) -> tuple[str, Counter[str]]:
+        """:meth:`lookup` with the key it found (``""`` and empty counts when none): its first field says how
+        specific the match was (``h`` history, ``l`` last reply + page, ``p`` page)."""
         for key in self.keys(goal, replies, url):
             if key in self.table:
-                return self.table[key]
-        return Counter()
+                return key, self.table[key]
+        return "", Counter()
+
+    def templates(self) -> list[str]:
+        """The masked goal templates the memory holds keys of (:func:`template_of`)."""
+        return sorted({k.split("\t")[1] for k in self.table})
 
     def save(self, path: str | Path) -> None:
         data = {
@@ -270,12 +279,11 @@ class ActionMemory:
         return cls(data["table"], data["constants"], data.get("answers"))
 
 
-def mix(lm_scores: Sequence[float], forms: Sequence[str], counts: Counter[str], weight: float) -> list[float]:
-    """Log of ``weight · p_kNN + (1 − weight) · p_LM`` per candidate (``forms``: their :func:`reply_form`).
-
-    ``p_LM`` is the softmax of ``lm_scores``. The memory speaks of generalised replies (``click link "*"``);
-    ``p_kNN`` gives each stored reply's share of the counts to the candidates of that form, split among them as
-    the LM weighs them (so the memory says *what kind* of action, and the LM *which* of that kind)."""
+def mix_parts(
+    lm_scores: Sequence[float], forms: Sequence[str], counts: Counter[str]
+) -> tuple[list[float], list[float] | None]:
+    """The two distributions :func:`mix` mixes, per candidate: ``p_LM`` (the softmax of ``lm_scores``) and
+    ``p_kNN`` (None when no stored reply has a candidate of its form on this page: the memory says nothing)."""
     import math
 
     top = max(lm_scores)
@@ -284,16 +292,74 @@ def mix(lm_scores: Sequence[float], forms: Sequence[str], counts: Counter[str], 
     p_lm = [e / z for e in ex]
     present = {f for f in forms if counts.get(f, 0) > 0}
     n = sum(counts[f] for f in present)
-    if weight <= 0 or n == 0:
-        return [math.log(max(p, 1e-300)) for p in p_lm]
+    if n == 0:
+        return p_lm, None
     mass: dict[str, float] = {}
     for f, p in zip(forms, p_lm, strict=True):
         mass[f] = mass.get(f, 0.0) + p
-    out = []
-    for f, p in zip(forms, p_lm, strict=True):
-        knn = counts.get(f, 0) / n * p / mass[f] if f in present else 0.0
-        out.append(math.log(max(weight * knn + (1 - weight) * p, 1e-300)))
-    return out
+    knn = [
+        counts.get(f, 0) / n * p / mass[f] if f in present else 0.0 for f, p in zip(forms, p_lm, strict=True)
+    ]
+    return p_lm, knn
+
+
+def mix(lm_scores: Sequence[float], forms: Sequence[str], counts: Counter[str], weight: float) -> list[float]:
+    """Log of ``weight · p_kNN + (1 − weight) · p_LM`` per candidate (``forms``: their :func:`reply_form`).
+
+    ``p_LM`` is the softmax of ``lm_scores``. The memory speaks of generalised replies (``click link "*"``);
+    ``p_kNN`` gives each stored reply's share of the counts to the candidates of that form, split among them as
+    the LM weighs them (so the memory says *what kind* of action, and the LM *which* of that kind)."""
+    import math
+
+    p_lm, knn = mix_parts(lm_scores, forms, counts)
+    if weight <= 0 or knn is None:
+        return [math.log(max(p, 1e-300)) for p in p_lm]
+    return [math.log(max(weight * k + (1 - weight) * p, 1e-300)) for k, p in zip(knn, p_lm, strict=True)]
+
+
+MIXTURE_FILE = "lynn_mixture.json"
+#: The memory key kinds of :meth:`ActionMemory.keys`, most specific first.
+KEY_LEVELS = ("h", "l", "p")
+
+
+class MemoryWeights:
+    """A memory weight λ per state instead of one ``WebFormat.memory_weight``: ``λ = σ(bias + level[k] +
+    template[t])`` for a state whose memory match is of kind ``k`` (:data:`KEY_LEVELS`) in goal template ``t``
+    (:func:`template_of`; a template without an entry adds 0). DynaWeb learns these logits by RL on the mixture
+    (:mod:`lynn.agents.dynaweb.mixture`) and saves them as ``lynn_mixture.json`` beside the model; a chooser of a
+    folder holding that file uses them (:meth:`lynn.lm.web_candidates.RankedChooser.from_folder`).
+    """
+
+    def __init__(
+        self, bias: float, level: dict[str, float] | None = None, template: dict[str, float] | None = None
+    ):
+        self.bias = float(bias)
+        self.level = {k: float(v) for k, v in (level or {}).items()}
+        self.template = {k: float(v) for k, v in (template or {}).items()}
+
+    def logit(self, goal: str, key: str) -> float:
+        t = template_of(goal, web_slots(goal))
+        return self.bias + self.level.get(key.split("\t")[0], 0.0) + self.template.get(t, 0.0)
+
+    def weight(self, goal: str, key: str) -> float:
+        import math
+
+        return 1.0 / (1.0 + math.exp(-self.logit(goal, key)))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "bias": self.bias,
+            "level": dict(sorted(self.level.items())),
+            "template": dict(sorted(self.template.items())),
+        }
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.to_dict(), indent=1))
+
+    @classmethod
+    def load(cls, path: str | Path) -> MemoryWeights:
+        d = json.loads(Path(path).read_text())
+        return cls(d["bias"], d.get("level"), d.get("template"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -66,6 +66,17 @@ class DynaWebConfig:
     micro_batch: int = _f(8, "rows (one step each) per forward/backward pass; same loss")
     temperature: float = _f(1.0, "sampling temperature of rollouts (log-probs are scored at it)")
     max_new_tokens: int = _f(96, "reply budget per step (the page is cut to context - this, as in BC)")
+    learn_memory_weight: bool = _f(
+        False,
+        "ranked policies: learn the memory weight λ (shared bias + per memory-key kind + per goal template) "
+        "by RL on the mixture's own log-probability (lynn.agents.dynaweb.mixture)",
+    )
+    memory_weight_lr: float = _f(0.1, "Adam learning rate of the λ logits (learn_memory_weight)")
+    rollout_memory_scale: float = _f(
+        1.0,
+        "rollouts only: draw with λ·s instead of λ (exploration, importance-corrected; needs learn_memory_weight)",
+    )
+    is_truncation: float = _f(2.0, "cap c of the importance weight min(π/μ, c) of explored decisions")
     seed: int = _f(0, "seeds task draws, expert draws and sampling (update u draws from (seed, u))")
     checkpoint_every: int = _f(5, "save a checkpoint every N updates (and at the end)")
     eval_every: int = _f(5, "K: real success on the validation train instances every K updates (0: never)")
@@ -95,6 +106,16 @@ class DynaWebConfig:
             raise ValueError(f"importance_sampling_level must be one of {LEVELS}")
         if self.reward_mode not in REWARD_MODES:
             raise ValueError(f"reward_mode must be one of {REWARD_MODES}")
+        if self.rollout_memory_scale != 1.0 and not self.learn_memory_weight:
+            raise ValueError(
+                "rollout_memory_scale != 1 needs learn_memory_weight (its importance correction)"
+            )
+        if self.rollout_memory_scale < 0:
+            raise ValueError("rollout_memory_scale must be >= 0 (λ·s is capped at 1)")
+        if self.learn_memory_weight and self.beta:
+            raise ValueError("learn_memory_weight with beta > 0 is not supported (no reference mixture kept)")
+        if self.is_truncation <= 0:
+            raise ValueError("is_truncation must be > 0")
         for name in ("updates", "groups_per_update", "horizon", "iterations", "micro_batch", "real_envs"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be >= 1")

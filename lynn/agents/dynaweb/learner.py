@@ -25,6 +25,11 @@ so ``π_old`` is the current policy: with ``iterations = 1`` the ratio is 1 and 
 (TRL's single-iteration shortcut); with ``iterations = μ > 1`` the batch's log-probs are scored once
 before the first step and the later steps are clipped against them (TRL's ``num_iterations``).
 
+**Mixture rows** (``learn_memory_weight``): an on-policy step of a ranked policy with learned λ is one row
+whose log-probability is the mixture's for the drawn candidate (:mod:`lynn.agents.dynaweb.mixture`), a
+``(B, 1)`` log-prob in the same loss; its advantage is times the truncated importance weight of an explored
+draw. Token rows (expert steps) and mixture rows sit in separate micro-batches.
+
 Rows are sorted by length into micro-batches (less padding); the loss is a sum over rows divided by
 the batch's row count (``grpo``) or token count (``bnpo``), so the micro-batch composition does not
 change it.
@@ -58,6 +63,8 @@ class Row:
     completion_ids: list[int]
     advantage: float
     source: str
+    #: the chooser's mixture terms (on-policy rows of a learned-λ policy): the row's log-prob is the mixture's
+    mixture: dict[str, Any] | None = None
 
 
 def trajectory_rows(
@@ -77,7 +84,7 @@ def trajectory_rows(
             raise ValueError("a group needs at least 2 rollouts (advantages are relative to the group)")
         adv = group_advantages([t.reward for t in group], len(group), scale_rewards).tolist()
         for t, a in zip(group, adv, strict=True):
-            rows += [Row(s.prompt_ids, s.completion_ids, float(a), t.source) for s in t.steps]
+            rows += [Row(s.prompt_ids, s.completion_ids, float(a), t.source, s.mixture) for s in t.steps]
     for t in expert:
         rows += [Row(s.prompt_ids, s.completion_ids, float(expert_advantage), "expert") for s in t.steps]
     return rows
@@ -93,12 +100,25 @@ class DynaWebLearner(GRPOLearner):
         iterations: gradient steps per batch (μ).
     """
 
-    def __init__(self, *args: Any, iterations: int = 1, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        iterations: int = 1,
+        mixture: Any = None,
+        mixture_lr: float = 0.1,
+        is_truncation: float = 2.0,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
         if iterations < 1:
             raise ValueError("iterations must be >= 1")
         self.iterations = int(iterations)
         self.snapshots = {}  # on-policy: no behaviour snapshots are needed
+        #: a lynn.agents.dynaweb.mixture.MixtureParams: rows with mixture terms train λ (and the LM through it)
+        self.mixture = mixture
+        self.is_truncation = float(is_truncation)
+        if mixture is not None:
+            self.opt.add_param_group({"params": mixture.parameters(), "lr": mixture_lr, "weight_decay": 0.0})
 
     def _chunks(self, rows: Sequence[Row]) -> tuple[Any, list[list[int]]]:
         rb = collate(
@@ -116,7 +136,13 @@ class DynaWebLearner(GRPOLearner):
             range(len(rows)), key=lambda i: (len(rows[i].prompt_ids) + len(rows[i].completion_ids), i)
         )
         mb = self.cfg.micro_batch
-        return rb, [order[s : s + mb] for s in range(0, len(order), mb)]
+        if self.mixture is None:
+            return rb, [order[s : s + mb] for s in range(0, len(order), mb)]
+        out = []
+        for kind in (False, True):  # token rows, then mixture rows: a micro-batch holds one kind
+            part = [i for i in order if (rows[i].mixture is not None) == kind]
+            out += [part[s : s + mb] for s in range(0, len(part), mb)]
+        return rb, out
 
     def _inputs(self, rb: Any, rows: list[int]) -> tuple[Any, Any, Any, int]:
         torch = self.torch
@@ -140,12 +166,23 @@ class DynaWebLearner(GRPOLearner):
         total_tokens = float(rb.completion_mask.sum().clamp(min=1))
         eps_hi = self.cfg.epsilon_high if self.cfg.epsilon_high is not None else self.cfg.epsilon
         self.model.train()
+        mixed = {c for c, chunk in enumerate(chunks) if rows[chunk[0]].mixture is not None}
         old: dict[int, Any] = {}
-        if self.iterations > 1:
-            with torch.no_grad():
-                for c, chunk in enumerate(chunks):
-                    ids, attn, _, keep = self._inputs(rb, chunk)
+        s0: dict[int, Any] = {}  # mixture rows: the reply's LM log-likelihood at the rollout's weights
+        is_w: dict[int, Any] = {}  # mixture rows: truncated importance weights min(π_old/μ, c)
+        with torch.no_grad():
+            for c, chunk in enumerate(chunks):
+                if c not in mixed and self.iterations == 1:
+                    continue
+                ids, attn, cm, keep = self._inputs(rb, chunk)
+                if c not in mixed:
                     old[c] = per_token_logps(self.model, ids, attn, keep, self.cfg.temperature)
+                    continue
+                s0[c] = (per_token_logps(self.model, ids, attn, keep, 1.0) * cm).sum(-1)
+                lp = self._mixture_logps(chunk, rows, torch.zeros_like(s0[c]))
+                old[c] = lp.unsqueeze(-1)
+                mu = torch.tensor([rows[i].mixture["behaviour"] for i in chunk], dtype=torch.float32)
+                is_w[c] = torch.clamp(torch.exp(lp) / mu.clamp(min=1e-30), max=self.is_truncation)
         sums = {"clipped": 0.0, "tokens": 0.0, "ratio_sum": 0.0, "kl_sum": 0.0}
         losses, grad_norm = [], 0.0
         for _ in range(self.iterations):
@@ -153,15 +190,22 @@ class DynaWebLearner(GRPOLearner):
             loss_total = 0.0
             for c, chunk in enumerate(chunks):
                 ids, attn, cm, keep = self._inputs(rb, chunk)
-                logps = per_token_logps(self.model, ids, attn, keep, self.cfg.temperature)
+                a = adv[torch.tensor(chunk)]
                 ref = None
-                if self.ref is not None:
-                    with torch.no_grad():
-                        ref = per_token_logps(self.ref, ids, attn, keep, self.cfg.temperature)
+                if c in mixed:  # one decision = one "sequence" of one log-prob: the mixture's
+                    s_now = (per_token_logps(self.model, ids, attn, keep, 1.0) * cm).sum(-1)
+                    logps = self._mixture_logps(chunk, rows, s_now - s0[c]).unsqueeze(-1)
+                    cm = torch.ones_like(logps)
+                    a = a * is_w[c]
+                else:
+                    logps = per_token_logps(self.model, ids, attn, keep, self.cfg.temperature)
+                    if self.ref is not None:
+                        with torch.no_grad():
+                            ref = per_token_logps(self.ref, ids, attn, keep, self.cfg.temperature)
                 loss, info = grpo_loss(
                     logps,
                     old[c] if c in old else logps.detach(),
-                    adv[torch.tensor(chunk)],
+                    a,
                     cm,
                     epsilon_low=self.cfg.epsilon,
                     epsilon_high=eps_hi,
@@ -186,7 +230,16 @@ class DynaWebLearner(GRPOLearner):
         self.version += 1
         tok = max(sums["tokens"], 1.0)
         src = [r.source for r in rows]
+        extra: dict[str, Any] = {}
+        if self.mixture is not None:
+            w = torch.cat([is_w[c] for c in sorted(is_w)]) if is_w else torch.zeros(0)
+            extra = {
+                "mixture_rows": int(w.numel()),
+                "is_weight_mean": float(w.mean()) if w.numel() else None,
+                **self.mixture.summary(),
+            }
         return {
+            **extra,
             "loss": losses[0],
             "loss_last": losses[-1],
             "clip_frac": sums["clipped"] / tok,
@@ -199,6 +252,11 @@ class DynaWebLearner(GRPOLearner):
             "adv_abs_mean": float(adv.abs().mean()),
             "train_s": time.perf_counter() - t0,
         }
+
+    def _mixture_logps(self, chunk: Sequence[int], rows: Sequence[Row], lm_delta: Any) -> Any:
+        from lynn.agents.dynaweb.mixture import mixture_logps
+
+        return mixture_logps(self.mixture, [rows[i].mixture for i in chunk], lm_delta)
 
 
 def loss_config(cfg: Any) -> GRPOConfig:

@@ -14,7 +14,8 @@ actions from the policy's own distribution at the rollout temperature — the LM
 candidates, mixed with the action memory of expert replies (``λ·p_kNN + (1 − λ)·p_LM``) — and the step keeps
 the prompt and the chosen reply's token ids exactly as the chooser scored them
 (:meth:`~lynn.lm.web_candidates.Choice.token_ids`). The learner then raises or lowers the LM's likelihood of
-that reply: RL trains the LM, the memory stays as built. The actions were drawn from the mixture, not from
+that reply: RL trains the LM, the memory stays as built (unless ``learn_memory_weight`` is on: then λ is a
+parameter of the policy and the row's log-probability is the mixture's, :mod:`lynn.agents.dynaweb.mixture`). The actions were drawn from the mixture, not from
 the LM alone, and no importance weight corrects for that (the memory is fixed and shares every update's
 mass with the LM, so the LM's likelihood is the part of the policy a gradient can move). Each episode keeps
 its own reply history (the chooser's prompt lists it) while the batch's rows shift as episodes end.
@@ -42,6 +43,9 @@ class Step:
     prompt_ids: list[int]
     completion_ids: list[int]
     action: str
+    #: a ranked policy with learned λ: the chooser's mixture terms for the chosen candidate
+    #: (:attr:`lynn.lm.web_candidates.Choice.mixture`), which :mod:`~lynn.agents.dynaweb.mixture` trains on
+    mixture: dict[str, Any] | None = None
 
 
 @dataclass
@@ -195,7 +199,8 @@ def run_episodes(
             else:
                 results = [live[i].step(a) for i, a in zip(idx, actions, strict=True)]
             for i, a, g, (o, r, term, trunc, info) in zip(idx, actions, gens, results, strict=True):
-                trajs[i].steps.append(Step(*_ids(g, tok), a))
+                choice = g.stats.get("choice")
+                trajs[i].steps.append(Step(*_ids(g, tok), a, getattr(choice, "mixture", None)))
                 trajs[i].errors += bool(info.get("error"))
                 obs[i] = o
                 if term or trunc:

@@ -100,7 +100,7 @@ def _save(learner: Any, out: Path, update: int, extra: dict[str, Any], policy: s
     return final
 
 
-POLICY_META = ("lynn_train.json", "lynn_web.json", "lynn_memory.json.gz")
+POLICY_META = ("lynn_train.json", "lynn_web.json", "lynn_memory.json.gz", "lynn_mixture.json")
 
 
 def _copy_meta(policy: str | Path, dest: Path) -> None:
@@ -191,7 +191,17 @@ def train_dynaweb(cfg: DynaWebConfig) -> dict[str, Any]:
     model = AutoModelForCausalLM.from_pretrained(ckpt or policy_dir)
     context = _context(policy_dir, model)
     ref = AutoModelForCausalLM.from_pretrained(policy_dir) if cfg.beta else None
-    learner = DynaWebLearner(model, tok, loss_config(cfg), ref_model=ref, iterations=cfg.iterations)
+    mixture = _mixture_params(cfg, policy_dir, ckpt)
+    learner = DynaWebLearner(
+        model,
+        tok,
+        loss_config(cfg),
+        ref_model=ref,
+        iterations=cfg.iterations,
+        mixture=mixture,
+        mixture_lr=cfg.memory_weight_lr,
+        is_truncation=cfg.is_truncation,
+    )
     history: list[dict[str, Any]] = []
     evals: list[dict[str, Any]] = []
     counts = {"rollout_steps": 0, "real_rollout_steps": 0, "expert_steps_trained": 0, "validation_steps": 0}
@@ -213,6 +223,15 @@ def train_dynaweb(cfg: DynaWebConfig) -> dict[str, Any]:
     expert = ExpertBank.load(cfg.expert_data, tasks, policy=policy_dir) if cfg.expert_ratio > 0 else None
     policy = make_policy(model, tok, cfg.env, cfg.temperature, cfg.max_new_tokens, context, policy_dir)
     greedy = make_policy(model, tok, REAL, 0.0, cfg.max_new_tokens, context, policy_dir)
+
+    def sync_weights() -> None:  # both choosers read the learned λ as it is now
+        if mixture is None:
+            return
+        for pol in (policy, greedy):
+            pol.chooser.weights = mixture.to_weights()
+        policy.chooser.behaviour_scale = cfg.rollout_memory_scale
+
+    sync_weights()
     val_envs: list[Any] = []
 
     def validate(update: int) -> None:
@@ -258,6 +277,7 @@ def train_dynaweb(cfg: DynaWebConfig) -> dict[str, Any]:
                 experts = [expert.encode(i, tok, context, cfg.max_new_tokens) for i in idx]
             rollout_s = time.perf_counter() - t0
             m = learner.step_rows(trajectory_rows(groups, experts, cfg.expert_advantage))
+            sync_weights()
             steps = sum(len(t.steps) for t in trajs)
             counts["rollout_steps"] += steps
             if not cfg.imagined:
@@ -272,6 +292,7 @@ def train_dynaweb(cfg: DynaWebConfig) -> dict[str, Any]:
                 "rollout_parse_errors": sum(t.errors for t in trajs),
                 "answered": float(np.mean([bool(t.info.get("terminated")) for t in trajs])),
                 "zero_std_groups": float(np.mean([np.std([t.reward for t in g]) < 1e-8 for g in groups])),
+                "group_rewards": [[t.reward for t in g] for g in groups],
                 "expert_trajectories": len(experts),
                 "expert_tasks": [t.task_id for t in experts],
                 "tasks": [tasks[int(k)] for k in picked],
@@ -289,7 +310,9 @@ def train_dynaweb(cfg: DynaWebConfig) -> dict[str, Any]:
                     "seconds": spent_s + time.monotonic() - started,
                     "dynaweb_config": cfg.to_dict(),
                 }
-                _save(learner, out, u + 1, extra, policy_dir)
+                saved = _save(learner, out, u + 1, extra, policy_dir)
+                if mixture is not None:
+                    mixture.save(saved)
             if bar is not None:
                 bar.update(1)
                 post = {"reward": f"{rec['rollout_reward']:.2f}", "loss": f"{m['loss']:+.3f}"}
@@ -307,6 +330,8 @@ def train_dynaweb(cfg: DynaWebConfig) -> dict[str, Any]:
     learner.model.save_pretrained(final)
     tok.save_pretrained(final)
     _copy_meta(policy_dir, final)
+    if mixture is not None:  # the learned λ, read by --agent dynaweb / lm with the chooser
+        mixture.save(final)
     last = history[-5:]
     summary: dict[str, Any] = {
         "config": cfg.to_dict(),
@@ -329,6 +354,30 @@ def train_dynaweb(cfg: DynaWebConfig) -> dict[str, Any]:
     _curve(history, evals, out / "curve.png", label, "imagined" if cfg.imagined else "real rollout")
     (out / SUMMARY).write_text(json.dumps(summary, indent=1, default=str))
     return summary
+
+
+def _mixture_params(cfg: DynaWebConfig, policy: str, ckpt: Path | None) -> Any:
+    """The learned-λ parameters of a ranked policy (``learn_memory_weight``): from the checkpoint when
+    resuming, else from the policy's own ``lynn_mixture.json`` if it has one, else λ = its memory_weight."""
+    if not cfg.learn_memory_weight:
+        return None
+    from lynn.agents.dynaweb.mixture import MixtureParams
+    from lynn.lm.web_memory import MEMORY_FILE, MIXTURE_FILE, ActionMemory, MemoryWeights
+
+    folder = Path(policy)
+    if not (folder / "lynn_web.json").exists() or not (folder / MEMORY_FILE).exists():
+        raise ValueError(
+            "learn_memory_weight needs a ranked-format policy with an action memory "
+            f"(lynn_web.json and {MEMORY_FILE} in {policy}, e.g. zoo:web-lm)"
+        )
+    fmt = json.loads((folder / "lynn_web.json").read_text())
+    start = None
+    for where in (ckpt, folder):
+        if where is not None and (where / MIXTURE_FILE).exists():
+            start = MemoryWeights.load(where / MIXTURE_FILE)
+            break
+    templates = ActionMemory.load(folder / MEMORY_FILE).templates()
+    return MixtureParams(float(fmt.get("memory_weight", 0.0)), templates, start)
 
 
 def _real_interactions(cfg: DynaWebConfig, counts: dict[str, int], expert: Any) -> dict[str, Any]:
