@@ -121,7 +121,7 @@ def test_learned_weights_round_trip_and_drive_the_chooser(tmp_path, ranked_polic
     params.save(ranked_policy)
     back = MemoryWeights.load(ranked_policy / MIXTURE_FILE)
     assert back.bias == -8.0 and set(back.level) == {"h", "l", "p"}
-    again = MixtureParams(0.9, [], start=back)
+    again = MixtureParams(0.9, mem.templates(), start=back)  # zero offsets are not written
     assert float(again.bias) == -8.0 and set(again.templates) == set(mem.templates())
     tok = AutoTokenizer.from_pretrained(ranked_policy)
     model = AutoModelForCausalLM.from_pretrained(ranked_policy)
