@@ -561,7 +561,7 @@ class BrowserSession:
             to the locator, which waits for the element. Coordinate clicks (``mouse_click``) wait the same way.
             On by default (since 2026-12-04, issue 27); ``False`` gives Playwright's own click and waits. Same
             observations and outcomes as Playwright's click on every bundled template
-            (tests/envs/liveweb/test_fast_click.py); settable as an attribute.
+            (tests/envs/liveweb/test_fast_snapshot.py); settable as an attribute.
         fast_snapshot: compute the observation's ``aria_snapshot(mode="ai")`` in one CDP call with a copy of
             Playwright's injected script made at document start in Playwright's utility world, shared with
             Playwright's own instance (same refs, same ``aria-ref=`` locators; see ``_ARIA_HOOK``), instead of

@@ -146,7 +146,7 @@ def test_a_reused_context_observes_like_a_fresh_one(env: LiveWebEnv) -> None:
 
 def _login_and_cart_tasks() -> list[str]:
     """A seeded instance of each shop template that puts something in the cart or shows it, and of one that
-    only logs in (the expert's runs over every template, in test_fast_click.py and test_liveweb_env.py, reuse
+    only logs in (the expert's runs over every template, in test_fast_snapshot.py and test_liveweb_env.py, reuse
     the context too; here each run is also compared with one in a fresh context)."""
     by_template: dict[str, list[str]] = {}
     for t in load_tasks():
