@@ -699,7 +699,7 @@ class BrowserSession:
         seconds = self.nav_timeout_ms / 1000
         try:
             return mapping.from_impl(ctx._sync(asyncio.wait_for(ctx._impl_obj.new_page(), seconds)))
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise TimeoutError(f"the browser did not open a tab within {seconds:g} s") from None
 
     def _new_context(
