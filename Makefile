@@ -53,9 +53,10 @@ models: venv system
 	$(BIN)/lynn zoo build --install
 
 # Two pytest-xdist workers, a test file each at a time (module fixtures stay in one worker; session fixtures that
-# train or record are built once per run, tests/_shared.py). The 30 slowest tests are listed at the end.
+# train or record are built once per run, tests/_shared.py), the slowest files first (tests/conftest.py's
+# SLOW_FILES; --no-loadscope-reorder keeps that order). The 30 slowest tests are listed at the end.
 test: venv system
-	$(BIN)/python -m pytest tests -n 2 --dist loadfile --durations=30
+	$(BIN)/python -m pytest tests -n 2 --dist loadfile --no-loadscope-reorder --durations=30
 
 bench: venv system
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

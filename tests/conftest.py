@@ -19,6 +19,48 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 GUESS = "tests._envs:LynnTest/Guess-v0"
 
+# Wall seconds of the slowest test files in a full `make test` (2026-12-06, two xdist workers; refresh from a run
+# with --junitxml). `make test` hands whole files to its two workers in collection order
+# (--no-loadscope-reorder): these go first, longest first, so that no long file starts last while the other
+# worker has nothing left to do.
+SLOW_FILES = {
+    "tests/envs/evmquest/test_soundness.py": 251,
+    "tests/envs/liveweb/test_fast_snapshot.py": 205,
+    "tests/wrappers/echo/test_echo_lm_broadcast.py": 103,
+    "tests/envs/coordination/test_coordination_real_pool.py": 98,
+    "tests/wrappers/echo/test_echo_lm.py": 94,
+    "tests/envs/liveweb/test_liveweb_env.py": 85,
+    "tests/test_device_check.py": 71,
+    "tests/envs/coordination/test_coordination_real_liveweb.py": 62,
+    "tests/envs/evmquest/test_tasks.py": 60,
+    "tests/envs/liveweb/test_soundness.py": 60,
+    "tests/test_readme.py": 55,
+    "tests/envs/evmquest/test_skills.py": 41,
+    "tests/envs/liveweb/test_context_reuse.py": 37,
+    "tests/envs/evmquest/test_reference.py": 34,
+    "tests/wrappers/echo/test_echo_ray.py": 31,
+    "tests/agents/dynaweb/test_train.py": 30,
+    "tests/suite/test_worldmodel.py": 28,
+    "tests/agents/llm/test_lm_policy.py": 28,
+    "tests/wrappers/echo/test_echo_lm_hetero.py": 27,
+    "tests/envs/liveweb/test_robustness.py": 26,
+    "tests/lm/test_history.py": 26,
+    "tests/envs/evmquest/test_env.py": 25,
+    "tests/lm/test_speculative.py": 24,
+    "tests/envs/liveweb/test_webarena_eval.py": 22,
+    "tests/envs/evmquest/test_gas_search.py": 21,
+    "tests/envs/worldmodel/test_delta.py": 19,
+    "tests/envs/test_envs.py": 19,
+    "tests/envs/evmquest/test_typescript.py": 18,
+    "tests/test_registry.py": 16,
+    "tests/wrappers/echo/test_echo_text_envs.py": 15,
+}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Slowest files first (``SLOW_FILES``); a stable sort, so each file's tests stay together and in order."""
+    items.sort(key=lambda item: -SLOW_FILES.get(item.nodeid.split("::", 1)[0], 0))
+
 
 def run_python(code: str, timeout: float = 120, **kwargs) -> subprocess.CompletedProcess[str]:
     """Run ``code`` in a fresh interpreter (nothing imported beforehand) from the repo root."""
