@@ -313,10 +313,14 @@ class _NavWatch:
     snapshot (see :data:`_ARIA_HOOK`).
     """
 
-    def __init__(self, cdp: Any, timeout_ms: float | None = None) -> None:
+    def __init__(self, cdp: Any, timeout_ms: float | None = None, tree: dict[str, Any] | None = None) -> None:
+        """``tree``: the tab's ``Page.getFrameTree`` result, already read; then ``Page.enable`` is left to the
+        caller (:meth:`BrowserSession._clear_context` sends the tab's set-up calls together)."""
         self.cdp = cdp
         self.timeout = timeout_ms  # for each call (None: none); a tab whose renderer is gone never answers
-        tree = cdp.send("Page.getFrameTree", timeout=timeout_ms)["frameTree"]
+        enable = tree is None
+        if tree is None:
+            tree = cdp.send("Page.getFrameTree", timeout=timeout_ms)["frameTree"]
         self.main = tree["frame"]["id"]
         self.url = tree["frame"].get("url", "")
         self.requested = self.committed = self.loaded = self.stopped = False
@@ -340,7 +344,14 @@ class _NavWatch:
             ("Page.frameAttached", self._attached),
         ):
             cdp.on(event, handler)
-        cdp.send("Page.enable", timeout=timeout_ms)
+        if enable:
+            cdp.send("Page.enable", timeout=timeout_ms)
+
+    def track(self) -> None:
+        """Listen for the tab's execution contexts (``Runtime.enable`` is the caller's, once)."""
+        self.tracking = True
+        self.cdp.on("Runtime.executionContextCreated", self._context)
+        self.cdp.on("Runtime.executionContextsCleared", lambda _ev: self.contexts.clear())
 
     def arm_aria(self, hook: str) -> bool:
         """Track the tab's execution contexts and add the snapshot hook to Playwright's utility world (it runs
@@ -348,9 +359,7 @@ class _NavWatch:
         hook once it is (on a loaded machine a new tab's utility world can come after the first call)."""
         cdp = self.cdp
         if not self.tracking:
-            self.tracking = True
-            cdp.on("Runtime.executionContextCreated", self._context)
-            cdp.on("Runtime.executionContextsCleared", lambda _ev: self.contexts.clear())
+            self.track()
             cdp.send("Runtime.enable", timeout=self.timeout)  # reports the existing contexts first
         if not self.world:
             return False
@@ -780,7 +789,11 @@ class BrowserSession:
     def _clear_context(self, geolocation: dict[str, float] | None) -> None:
         """Clear the current context for the next episode (see :meth:`new_context`); raises if anything
         could not be cleared or checked."""
-        ctx = self._state.context
+        import asyncio
+
+        from playwright._impl._sync_base import mapping
+
+        ctx, st = self._state.context, self._state
         # The episode's tab is a new one: a tab's own state (history, session storage, window.name, keys and
         # buttons held, Playwright's count of the tab's documents, which prefixes the element ids) starts
         # afresh. It opens first so that the context always has a page to speak to the browser through.
@@ -789,29 +802,69 @@ class BrowserSession:
             tab = self._open_tab(ctx)
         finally:
             self._scratch = False
-        for page in list(ctx.pages):  # the last episode's tabs, and any page an evaluator left open
-            if page is not tab:
-                self._retire(page)
-                page.close()  # without beforeunload; its unload handlers run now, before the clearing
-        cdp = self._cdp[tab] = ctx.new_cdp_session(tab)
-        for one in sorted(self.allowed):
-            cdp.send("Storage.clearDataForOrigin", {"origin": one, "storageTypes": "all"})
-        cdp.send("Network.clearBrowserCache")
-        ctx.clear_cookies()
-        ctx.clear_permissions()
-        if geolocation:
-            ctx.grant_permissions(["geolocation"])
-        ctx.set_default_timeout(self.action_timeout_ms)
-        ctx.set_default_navigation_timeout(self.nav_timeout_ms)
-        # Chromium's own list of the context's pages: a tab the last episode opened just before it ended
-        # may not have reached Playwright yet (its "page" event would make it a tab of the new episode).
-        info = cdp.send("Target.getTargetInfo")["targetInfo"]
-        st = self._state
+        old = [page for page in ctx.pages if page is not tab]  # the last episode's tabs, an evaluator's page
+        for page in old:
+            self._retire(page)
         if st.browser_cdp is None:
             st.browser_cdp = st.browser.new_browser_cdp_session()
+        origins, timeout = sorted(self.allowed), self.nav_timeout_ms
+        hook = _aria_hook() if self.fast_snapshot else None
+        browser_cdp = st.browser_cdp._impl_obj
+        made: dict[str, Any] = {}
+
+        # The calls go out together through the driver's loop (asyncio.gather) instead of one round trip each:
+        # the old tabs' closing and the clearing after it, beside the new tab's watch and snapshot hook. The hook
+        # (Playwright's 330 KB script) takes the longest to send; it overlaps the closing and the clearing.
+        async def close_and_clear(cdp: Any) -> list[dict[str, Any]]:
+            # Without beforeunload; the old tabs' unload handlers run now, before the clearing.
+            await asyncio.gather(*(page._impl_obj.close(False, None) for page in old))
+            await asyncio.gather(
+                *(
+                    cdp.send("Storage.clearDataForOrigin", {"origin": o, "storageTypes": "all"}, None)
+                    for o in origins
+                ),
+                cdp.send("Network.clearBrowserCache", None, None),
+                ctx._impl_obj.clear_cookies(None, None, None),
+                ctx._impl_obj.clear_permissions(),
+            )
+            if geolocation:
+                await ctx._impl_obj.grant_permissions(["geolocation"], None)
+            # Chromium's own list of the context's pages: a tab the last episode opened just before it ended
+            # may not have reached Playwright yet (its "page" event would make it a tab of the new episode).
+            return await asyncio.gather(  # type: ignore[no-any-return]
+                cdp.send("Target.getTargetInfo", None, None),
+                browser_cdp.send("Target.getTargets", None, None),
+            )
+
+        async def watch_tab(cdp_impl: Any) -> None:
+            tree = (await cdp_impl.send("Page.getFrameTree", None, timeout))["frameTree"]
+            watch = made["watch"] = _NavWatch(mapping.from_impl(cdp_impl), timeout, tree=tree)
+            if hook is None:
+                await cdp_impl.send("Page.enable", None, timeout)
+                return
+            watch.armed = True
+            watch.track()
+            await asyncio.gather(
+                cdp_impl.send("Page.enable", None, timeout), cdp_impl.send("Runtime.enable", None, timeout)
+            )
+            if watch.world:  # else the first observation adds it (_arm)
+                params = {"source": hook, "worldName": watch.world}
+                await cdp_impl.send("Page.addScriptToEvaluateOnNewDocument", params, timeout)
+                watch.hooked = True
+
+        async def prepare() -> list[dict[str, Any]]:
+            cdp_impl = await ctx._impl_obj.new_cdp_session(tab._impl_obj)
+            got = await asyncio.gather(close_and_clear(cdp_impl), watch_tab(cdp_impl))
+            return got[0]  # type: ignore[no-any-return]
+
+        info, targets = ctx._sync(asyncio.wait_for(prepare(), timeout / 1000))
+        self._nav[tab] = made["watch"]
+        ctx.set_default_timeout(self.action_timeout_ms)
+        ctx.set_default_navigation_timeout(self.nav_timeout_ms)
+        info = info["targetInfo"]
         pages = [
             t
-            for t in st.browser_cdp.send("Target.getTargets")["targetInfos"]
+            for t in targets["targetInfos"]
             if t.get("browserContextId") == info.get("browserContextId") and t.get("type") == "page"
         ]
         if [t["targetId"] for t in pages] != [info["targetId"]]:

@@ -199,10 +199,11 @@ def test_a_context_that_cannot_be_cleared_is_replaced(
     env.reset(options={"task_id": ANONYMOUS})
     context = env.browser._state.context
 
-    def fail() -> None:
+    async def fail(*_: object) -> None:
         raise RuntimeError("injected failure")
 
-    monkeypatch.setattr(context, "clear_cookies", fail)  # the clearing fails halfway
+    # the clearing fails halfway (its calls go out together through Playwright's async layer)
+    monkeypatch.setattr(context._impl_obj, "clear_cookies", fail)
     obs, info = env.reset(options={"task_id": ANONYMOUS})
     assert env.browser._state.context is not context
     assert info["events"] == [
