@@ -837,8 +837,15 @@ class BrowserSession:
             )
 
         async def watch_tab(cdp_impl: Any) -> None:
-            tree = (await cdp_impl.send("Page.getFrameTree", None, timeout))["frameTree"]
-            watch = made["watch"] = _NavWatch(mapping.from_impl(cdp_impl), timeout, tree=tree)
+            # The hook goes out with the first call: Playwright names the tab's utility world after the page's
+            # guid, and the name is checked once Runtime.enable has reported the world.
+            world = f"__playwright_utility_world_{tab._impl_obj._guid}"
+            calls = [cdp_impl.send("Page.getFrameTree", None, timeout)]
+            if hook is not None:
+                params = {"source": hook, "worldName": world}
+                calls.append(cdp_impl.send("Page.addScriptToEvaluateOnNewDocument", params, timeout))
+            got = await asyncio.gather(*calls)
+            watch = made["watch"] = _NavWatch(mapping.from_impl(cdp_impl), timeout, tree=got[0]["frameTree"])
             if hook is None:
                 await cdp_impl.send("Page.enable", None, timeout)
                 return
@@ -846,6 +853,12 @@ class BrowserSession:
             watch.track()
             await asyncio.gather(
                 cdp_impl.send("Page.enable", None, timeout), cdp_impl.send("Runtime.enable", None, timeout)
+            )
+            if watch.world == world:
+                watch.hooked = True
+                return
+            await cdp_impl.send(
+                "Page.removeScriptToEvaluateOnNewDocument", {"identifier": got[1]["identifier"]}, timeout
             )
             if watch.world:  # else the first observation adds it (_arm)
                 params = {"source": hook, "worldName": watch.world}
