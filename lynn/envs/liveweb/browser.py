@@ -788,7 +788,7 @@ class BrowserSession:
 
     def _clear_context(self, geolocation: dict[str, float] | None) -> None:
         """Clear the current context for the next episode (see :meth:`new_context`); raises if anything
-        could not be cleared or checked."""
+        could not be cleared or checked, or not within ``nav_timeout_ms``."""
         import asyncio
 
         from playwright._impl._sync_base import mapping
