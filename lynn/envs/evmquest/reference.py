@@ -1163,7 +1163,7 @@ def _m_both(
 
 def _m_native_of(role: str) -> Callable[[World, dict[str, Any]], dict[str, Any]]:
     def measure(w: World, p: dict[str, Any]) -> dict[str, Any]:
-        return {"ref_target_native": int(w.chain.w3.eth.get_balance(w.addresses[role]))}  # type: ignore[arg-type]
+        return {"ref_target_native": w.chain.get_balance(w.addresses[role])}
 
     return measure
 

@@ -256,7 +256,7 @@ def bal(w: World, role: str, who: str) -> int:
 
 
 def native(w: World, who: str) -> int:
-    return int(w.chain.w3.eth.get_balance(who))  # type: ignore[arg-type]
+    return w.chain.get_balance(who)
 
 
 def approve_as_agent(w: World, token: str, spender_role: str, amount: int = MAX_UINT) -> None:

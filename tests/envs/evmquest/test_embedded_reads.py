@@ -1,0 +1,95 @@
+"""The embedded chain's fast reads answer exactly what eth-tester's own path answers, on the same states.
+
+``EmbeddedChain.fast_reads`` runs a block's reads on one shared state and remembers them per block; with
+it off every read goes through ``eth_tester.call`` / web3 as before. Both must give the same values,
+the same errors, and no stale answer once the chain has moved on.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+
+from lynn.agents.evmquest_oracle import EVMQuestOracle
+from lynn.envs.evmquest.catalog import LOGIC
+from lynn.envs.evmquest.evmquest_env import EVMQuestEnv
+
+TASKS = [
+    "erc20_transfer_fixed",
+    "bnb_transfer_basic",
+    "swap_exact_bnb_for_tokens",
+    "query_token_metadata",
+    "query_pair_reserves",
+    "composite_batch_query_2_balances",
+    "composite_query_reserves_before_after_swap",
+]
+
+
+@contextmanager
+def slow_reads(env: EVMQuestEnv) -> Iterator[None]:
+    env.chain.fast_reads = False
+    try:
+        yield
+    finally:
+        del env.chain.fast_reads
+
+
+def _both(env: EVMQuestEnv, read: Any) -> tuple[str, str]:
+    def outcome() -> str:
+        try:
+            return json.dumps(read(), sort_keys=True, default=str)
+        except Exception as exc:  # noqa: BLE001  (the error is what is compared)
+            return f"{type(exc).__name__}: {exc}"
+
+    with slow_reads(env):
+        slow = outcome()
+    return slow, outcome()
+
+
+@pytest.mark.parametrize("task_id", TASKS)
+def test_measures_equal_eth_testers_reads_before_and_after_acting(evm_env: EVMQuestEnv, task_id: str) -> None:
+    obs, info = evm_env.reset(seed=3, options={"task_id": task_id})
+    logic = LOGIC[task_id]
+    slow, fast = _both(evm_env, lambda: evm_env._measure(logic))
+    assert fast == slow
+    assert json.dumps(evm_env.before, sort_keys=True, default=str) == fast  # reset's own measure
+    oracle = EVMQuestOracle(evm_env)
+    done = False
+    while not done:
+        obs, reward, terminated, truncated, info = evm_env.step(oracle.act(obs, info))
+        done = terminated or truncated
+        # The chain moved: a remembered read of an older block must not answer for the new one.
+        slow, fast = _both(evm_env, lambda: evm_env._measure(logic))
+        assert fast == slow
+    assert info["success"] and reward == pytest.approx(1.0)
+
+
+def test_raw_reads_and_errors_equal_the_web3_path(evm_env: EVMQuestEnv) -> None:
+    evm_env.reset(seed=3, options={"task_id": "erc20_transfer_fixed"})
+    chain, token = evm_env.chain, evm_env.world.addresses["stable"]
+    agent = evm_env.agent_address
+    balance_of = "0x70a08231" + "00" * 12 + agent[2:].lower()
+    requests: list[tuple[str, list[Any]]] = [
+        ("eth_chainId", []),
+        ("eth_call", [{"to": token, "data": "0x18160ddd"}, "latest"]),
+        ("eth_call", [{"to": token, "data": balance_of}, "latest"]),
+        ("eth_call", [{"to": token, "data": "0xdeadbeef"}, "latest"]),  # reverts
+        ("eth_call", [{"to": token.lower(), "data": "0x18160ddd"}, "latest"]),  # not checksummed
+        ("eth_call", [{"to": token, "data": "0x18160ddd"}, "earliest"]),  # another block
+        ("eth_getBalance", [agent, "latest"]),
+        ("eth_getBalance", [agent.lower(), "latest"]),
+        ("eth_getBalance", ["0x1234", "latest"]),  # no address
+    ]
+    for method, params in requests:
+        slow, fast = _both(evm_env, lambda m=method, p=params: chain.raw_request(m, p))
+        assert fast == slow, (method, params)
+    for to, data in [(token, "0x18160ddd"), (token, "0xdeadbeef"), (token, "0x12")]:
+        slow, fast = _both(evm_env, lambda t=to, d=data: chain.eth_call(t, d).hex())
+        assert fast == slow, (to, data)
+    for who in (agent, agent.lower(), "0x1234", 7):
+        slow, fast = _both(evm_env, lambda w=who: chain.get_balance(w))
+        assert fast == slow, who
