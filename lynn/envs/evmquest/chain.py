@@ -126,6 +126,8 @@ class EmbeddedChain(Chain):
     name = "embedded"
     #: Reads on one state per block, remembered per block (False: eth-tester's fresh state per read).
     fast_reads = True
+    #: The env's genesis is deployed once per process and copied (False: every chain deploys its own).
+    reuse_genesis = True
 
     def __init__(self, chain_id: int) -> None:
         from eth_tester import EthereumTester, PyEVMBackend
@@ -209,6 +211,25 @@ class EmbeddedChain(Chain):
         output = bytes(computation.output)
         self._remember(key, output)
         return output
+
+    def database_copy(self) -> dict[bytes, bytes]:
+        """A copy of the whole chain database (blocks, receipts, state) for :meth:`load_database`."""
+        return dict(self.tester.backend.chain.chaindb.db.wrapped_db.kv_store)
+
+    def load_database(self, kv: dict[bytes, bytes]) -> None:
+        """Continue from a copy of ``kv`` (another :class:`EmbeddedChain`'s :meth:`database_copy`, same
+        chain id), as if this chain had sent what that one sent. Only for a chain nothing was sent on."""
+        from eth.db.atomic import AtomicDB
+        from eth.db.backends.memory import MemoryDB
+
+        from lynn.envs.evmquest.gas_search import replayed_gas_search
+
+        backend = self.tester.backend
+        # The same per-backend chain class (chain id, block time, gas estimator); its head is kv's head.
+        backend.chain = type(backend.chain)(AtomicDB(MemoryDB(dict(kv))))
+        backend.chain.gas_estimator = replayed_gas_search
+        self._reads.clear()
+        self._read_state = None
 
     def _tester_call(self, to: str, data: str) -> bytes:
         # Straight to eth-tester: web3's middleware stack triples the cost of a read.

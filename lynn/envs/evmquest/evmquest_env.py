@@ -178,12 +178,12 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
         if self.world is not None:
             return
         from lynn.envs.evmquest.chain import make_chain
-        from lynn.envs.evmquest.world import deploy_world
+        from lynn.envs.evmquest.world import genesis_world
 
         self.chain = make_chain(
             self.backend_name, self.profile.chain_id, rpc_url=self.rpc_url, fork_url=self.fork_url
         )
-        self.world = deploy_world(self.chain, self.profile)
+        self.world = genesis_world(self.chain, self.profile)
         self._snapshot = self.chain.snapshot()
 
     def _ensure_sandbox(self) -> Any:

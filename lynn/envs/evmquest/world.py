@@ -272,6 +272,32 @@ class _Reader:
         return _Bound
 
 
+# The embedded chain's genesis per (profile, chain id): its database and the contracts' addresses.
+_GENESIS: dict[tuple[str, int], tuple[dict[bytes, bytes], dict[str, str]]] = {}
+
+
+def genesis_world(chain: Chain, profile: Profile) -> World:
+    """:func:`deploy_world` on a fresh ``chain``; an embedded chain deploys once per process.
+
+    Deployment is deterministic, so a later embedded chain starts from a copy of the first one's database
+    instead of re-running its ~60 transactions (~3 s of CPU): the same blocks, contracts, balances and
+    positions. Only block timestamps differ from a fresh deployment's: they count on from the first
+    chain's genesis time (eth-tester takes it from the wall clock) instead of this chain's.
+    """
+    from lynn.envs.evmquest.chain import EmbeddedChain
+
+    if not isinstance(chain, EmbeddedChain) or not chain.reuse_genesis:
+        return deploy_world(chain, profile)
+    key = (profile.name, chain.chain_id)
+    if key in _GENESIS:
+        kv, addresses = _GENESIS[key]
+        chain.load_database(kv)
+        return World(chain=chain, profile=profile, addresses=dict(addresses))
+    world = deploy_world(chain, profile)
+    _GENESIS[key] = (chain.database_copy(), dict(world.addresses))
+    return world
+
+
 def deploy_world(chain: Chain, profile: Profile) -> World:
     """Deploy and seed everything, deterministically. Returns the :class:`World`."""
     world = World(chain=chain, profile=profile)

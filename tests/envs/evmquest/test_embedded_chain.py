@@ -1,8 +1,10 @@
-"""The embedded chain's fast reads answer exactly what eth-tester's own path answers, on the same states.
+"""The embedded chain's shortcuts answer exactly what the long way answers.
 
 ``EmbeddedChain.fast_reads`` runs a block's reads on one shared state and remembers them per block; with
 it off every read goes through ``eth_tester.call`` / web3 as before. Both must give the same values,
-the same errors, and no stale answer once the chain has moved on.
+the same errors, and no stale answer once the chain has moved on. ``EmbeddedChain.reuse_genesis`` starts
+a later env's chain from a copy of the first one's deployed genesis; episodes on it must score as on a
+chain that deployed its own.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ import pytest
 
 from lynn.agents.evmquest_oracle import EVMQuestOracle
 from lynn.envs.evmquest.catalog import LOGIC
+from lynn.envs.evmquest.chain import EmbeddedChain
 from lynn.envs.evmquest.evmquest_env import EVMQuestEnv
+from lynn.envs.evmquest.world import _GENESIS, PROFILES
 
 TASKS = [
     "erc20_transfer_fixed",
@@ -93,3 +97,44 @@ def test_raw_reads_and_errors_equal_the_web3_path(evm_env: EVMQuestEnv) -> None:
     for who in (agent, agent.lower(), "0x1234", 7):
         slow, fast = _both(evm_env, lambda w=who: chain.get_balance(w))
         assert fast == slow, who
+
+
+def _oracle_episode(env: EVMQuestEnv, task_id: str, seed: int) -> list[str]:
+    """What an oracle episode shows: the reset's measure and every step's info (wall-clock timings aside)."""
+    obs, info = env.reset(seed=seed, options={"task_id": task_id})
+    seen = [json.dumps([obs["instruction"], env.before], sort_keys=True, default=str)]
+    oracle = EVMQuestOracle(env)
+    done = False
+    while not done:
+        obs, reward, terminated, truncated, info = env.step(oracle.act(obs, info))
+        done = terminated or truncated
+        shown = {k: v for k, v in info.items() if k != "timings"}
+        seen.append(json.dumps([reward, shown], sort_keys=True, default=str))
+    return seen
+
+
+def test_a_copied_genesis_scores_as_a_deployed_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    tasks = [("erc20_transfer_fixed", 1), ("query_pending_rewards", 2), ("composite_wrap_swap_wbnb", 3)]
+    copied = EVMQuestEnv(split="all")
+    copied.reset(seed=0)  # the process's genesis exists from here on
+    assert (copied.profile.name, PROFILES["bsc"].chain_id) in _GENESIS
+    again = EVMQuestEnv(split="all")
+    monkeypatch.setattr(EmbeddedChain, "reuse_genesis", False)
+    deployed = EVMQuestEnv(split="all")
+    try:
+        deployed.reset(seed=0)
+        monkeypatch.undo()
+        again.reset(seed=0)
+        assert again.world.addresses == deployed.world.addresses == copied.world.addresses
+        head = again.chain.tester.backend.chain.header
+        own = deployed.chain.tester.backend.chain.header
+        assert (head.block_number, head.gas_limit, head.base_fee_per_gas) == (
+            own.block_number,
+            own.gas_limit,
+            own.base_fee_per_gas,
+        )
+        for task_id, seed in tasks:
+            assert _oracle_episode(again, task_id, seed) == _oracle_episode(deployed, task_id, seed), task_id
+    finally:
+        for env in (copied, again, deployed):
+            env.close()
