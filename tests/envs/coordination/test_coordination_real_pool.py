@@ -153,11 +153,12 @@ def test_bad_configuration_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_lm_policy_worker_in_its_own_process(tiny_lm: Path, tmp_path: Path) -> None:
-    """An LMPolicy worker (a tiny in-repo model trained in seconds) next to the oracle: tokens and cost measured."""
+    """An LMPolicy worker (a tiny in-repo model trained in seconds) in its own process: tokens and cost measured.
+    Alone in the pool: a second worker process (its own chain and sandbox) adds nothing this test checks."""
     from lynn.agents.workers import PRICES, evmquest_pool
 
     workers = evmquest_pool(
-        target=str(tiny_lm), draft=str(tiny_lm), include=["lm-target", "oracle"], max_new_tokens=LM_TOKENS
+        target=str(tiny_lm), draft=str(tiny_lm), include=["lm-target"], max_new_tokens=LM_TOKENS
     )
     env = CoordinationEnv(
         scenario="real-pool",
