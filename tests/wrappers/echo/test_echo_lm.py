@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from tests._lm_fixtures import EVM_TASKS  # noqa: E402
+from tests._lm_fixtures import EVM_TASKS, lm_worker_context  # noqa: E402
 
 WORKER_KW = {"group_size": 2, "max_new_tokens": 96, "tasks": EVM_TASKS, "threads": 1}
 
@@ -66,6 +66,7 @@ def test_push_pull_lm_rollouts_bounded_staleness_at_most_once_and_killed_worker(
         staleness=S,
         backend="local",
         seed=100_000,
+        context=lm_worker_context(),
     )
     killed = []
 
@@ -102,6 +103,7 @@ def test_malformed_lm_rollout_is_refused_with_a_log_line(tiny_lm, caplog):
         rollouts_per_update=2,
         backend="local",
         seed=100_000,
+        context=lm_worker_context(),
     )
     with caplog.at_level(logging.WARNING, logger="lynn.echo"):
         try:

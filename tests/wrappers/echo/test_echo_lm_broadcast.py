@@ -326,7 +326,7 @@ def _lm_run(tiny_lm, backend: str, num_workers: int) -> tuple[Any, Any, Any]:
     pytest.importorskip("transformers")
     from lynn.agents.llm.grpo import GRPOConfig, GRPOLearner
     from lynn.agents.llm.rollouts import WorkerFactory
-    from tests._lm_fixtures import EVM_TASKS
+    from tests._lm_fixtures import EVM_TASKS, lm_worker_context
 
     learner = GRPOLearner(str(tiny_lm), config=GRPOConfig(lr=1e-3, keep_versions=4), threads=1)
     factory = WorkerFactory(str(tiny_lm), group_size=2, max_new_tokens=64, tasks=EVM_TASKS, threads=1)
@@ -342,6 +342,7 @@ def _lm_run(tiny_lm, backend: str, num_workers: int) -> tuple[Any, Any, Any]:
         chunk_bytes=256 * 1024,
         seed=100_000,
         bcast_timeout=120,
+        **({"context": lm_worker_context()} if backend == "local" else {}),
     )
     try:
         stats = al.run(updates=3)

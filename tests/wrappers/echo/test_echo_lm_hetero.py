@@ -17,7 +17,7 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from tests._lm_fixtures import EVM_TASKS  # noqa: E402
+from tests._lm_fixtures import EVM_TASKS, lm_worker_context  # noqa: E402
 from tests.conftest import REPO  # noqa: E402
 
 WORKER_KW = {"group_size": 2, "max_new_tokens": 48, "tasks": EVM_TASKS, "threads": 1}
@@ -99,6 +99,7 @@ def test_heterogeneous_push_pull_reports_each_workers_rate_and_the_learners_wait
         staleness=4,
         backend="local",
         seed=100_000,
+        context=lm_worker_context(),
     )
     try:
         stats = al.run(updates=4)
