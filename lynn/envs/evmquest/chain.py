@@ -155,7 +155,8 @@ class EmbeddedChain(Chain):
         self._bank = self.tester.get_accounts()[0]
         # Reads by (latest block hash, call gas, what was read), and the state reads of that block run on.
         self._reads: dict[tuple[Any, ...], Any] = {}
-        self._read_state: tuple[bytes, Any] | None = None
+        self._read_state: tuple[bytes, bytes, Any] | None = None
+        self._block_reads: list[int] = []  # PREVRANDAO / BLOCKHASH run by the current read
 
     def snapshot(self) -> Any:
         # eth-tester reverts by re-importing the snapshot block, re-running its transactions;
@@ -186,13 +187,18 @@ class EmbeddedChain(Chain):
 
         eth-tester builds a fresh state (cold trie caches) and looks up the caller's nonce on another
         one for every call; here the reads of one block share a state, each run undone by a snapshot
-        revert as py-evm's own gas estimator does, and a read already made at the same block (and gas)
-        is answered from memory: a block's hash fixes everything a call can see.
+        revert as py-evm's own gas estimator does, and a read already made is answered from memory: at
+        the same block (its hash fixes everything a call can see), or at a block that differs from it only
+        in its random ``mix_hash`` and its ancestry (a reset that replays the same set-up) where the run
+        read neither PREVRANDAO nor BLOCKHASH, the only opcodes that see those.
         """
         try:
-            key, state, gas = self._read_context(("call", to, data))
-            if key in self._reads:
-                return self._reads[key]
+            exact, loose, state, gas = self._read_context()
+            exact_key, loose_key = (*exact, "call", to, data), (*loose, "call", to, data)
+            for key in (exact_key, loose_key):
+                if key in self._reads:
+                    return self._reads[key]
+            self._block_reads.clear()
             tx = {"from": self._bank, "to": to, "data": data}
             self.tester.validator.validate_inbound_transaction(tx, txn_internal_type="call")
             raw = self.tester.normalizer.normalize_inbound_transaction(tx)
@@ -209,7 +215,9 @@ class EmbeddedChain(Chain):
         if computation.is_error:
             return None
         output = bytes(computation.output)
-        self._remember(key, output)
+        self._remember(exact_key, output)
+        if not self._block_reads:
+            self._remember(loose_key, output)
         return output
 
     def database_copy(self) -> dict[bytes, bytes]:
@@ -242,23 +250,29 @@ class EmbeddedChain(Chain):
         from eth_utils import to_canonical_address
 
         try:
-            key, state, _ = self._read_context(("balance", address))
+            _, loose, state, _ = self._read_context()
+            key = (*loose, "balance", address)  # a balance is the state's alone
             if key not in self._reads:
                 self._remember(key, int(state.get_balance(to_canonical_address(address))))
             return self._reads[key]
         except Exception:  # noqa: BLE001  (web3's path gives the exact error)
             return super().get_balance(address)
 
-    def _read_context(self, what: tuple[str, ...]) -> tuple[tuple[Any, ...], Any, int]:
-        """``(cache key, state at the latest block, gas a call gets)``, as eth-tester picks them for
-        block "latest": the canonical block below the pending one, and the pending block's free gas."""
+    def _read_context(self) -> tuple[tuple[Any, ...], tuple[Any, ...], Any, int]:
+        """``(exact key, loose key, state at the latest block, gas a call gets)``, as eth-tester picks
+        them for block "latest": the canonical block below the pending one, and the pending block's free
+        gas. The loose key is the block's hash with ``mix_hash`` and ``parent_hash`` zeroed."""
         chain = self.tester.backend.chain
         pending = chain.get_block().header
         latest = chain.get_canonical_block_header_by_number(pending.block_number - 1)
         if self._read_state is None or self._read_state[0] != latest.hash:
-            self._read_state = (latest.hash, chain.get_vm(at_header=latest).state)
+            state = chain.get_vm(at_header=latest).state
+            state.computation_class = _block_reading(state.computation_class, self._block_reads)
+            loose = latest.copy(mix_hash=b"\0" * 32, parent_hash=b"\0" * 32).hash
+            self._read_state = (latest.hash, loose, state)
         gas = pending.gas_limit - pending.gas_used
-        return (latest.hash, gas, *what), self._read_state[1], gas
+        _, loose, state = self._read_state
+        return (latest.hash, gas), (loose, gas), state, gas
 
     def _remember(self, key: tuple[Any, ...], value: Any) -> None:
         if len(self._reads) >= 4096:  # per-seed states would grow it without end
@@ -283,6 +297,28 @@ class EmbeddedChain(Chain):
         # wire hex params, and Web3.to_json turns HexBytes/AttributeDict results back into JSON.
         result = self.w3.manager.request_blocking(method, params)  # type: ignore[arg-type]
         return json.loads(Web3.to_json(result)) if not isinstance(result, (int, str, type(None))) else result
+
+
+_BLOCKHASH, _PREVRANDAO = 0x40, 0x44
+
+
+def _block_reading(base: type, seen: list[int]) -> type:
+    """``base`` with BLOCKHASH and PREVRANDAO noting themselves in ``seen`` (same semantics, same gas)."""
+    opcodes = dict(base.opcodes)  # type: ignore[attr-defined]
+
+    def noting(op: int) -> Any:
+        original = opcodes[op]
+
+        def run(computation: Any) -> None:
+            seen.append(op)
+            original(computation=computation)
+
+        run.mnemonic = original.mnemonic  # type: ignore[attr-defined]  # py-evm's debug2 log reads it
+        return run
+
+    for op in (_BLOCKHASH, _PREVRANDAO):
+        opcodes[op] = noting(op)
+    return type(f"BlockReading{base.__name__}", (base,), {"opcodes": opcodes})
 
 
 def _spoof_transaction(unsigned: Any, sender: bytes) -> Any:

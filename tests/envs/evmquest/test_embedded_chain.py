@@ -138,3 +138,33 @@ def test_a_copied_genesis_scores_as_a_deployed_one(monkeypatch: pytest.MonkeyPat
     finally:
         for env in (copied, again, deployed):
             env.close()
+
+
+# Runtime code returning PREVRANDAO, and BLOCKHASH(number - 1), behind init code that returns it.
+_RUNTIMES = {"prevrandao": "4460005260206000f3", "blockhash": "600143034060005260206000f3"}
+
+
+def _init_code(runtime: str) -> str:
+    n = len(runtime) // 2  # PUSHn runtime, MSTORE at 0, RETURN its last n bytes
+    return f"0x{0x5F + n:02x}{runtime}600052" + f"60{n:02x}60{32 - n:02x}f3"
+
+
+@pytest.mark.parametrize("opcode", sorted(_RUNTIMES))
+def test_reads_of_the_random_mix_or_block_hashes_are_not_carried_over(
+    evm_env: EVMQuestEnv, opcode: str
+) -> None:
+    """Two resets that replay the same set-up reach blocks that differ only in the random mix_hash (and
+    so in their hashes): a read that sees either must be made again, not remembered from the first."""
+    from lynn.envs.evmquest.world import DEPLOYER
+
+    values = []
+    for _ in range(2):
+        evm_env.reset(seed=4, options={"task_id": "erc20_transfer_fixed"})
+        evm_env.world.forget_nonces()
+        receipt = evm_env.world.send(DEPLOYER, {"data": _init_code(_RUNTIMES[opcode])}, gas=200_000)
+        to = receipt["contractAddress"]
+        evm_env.chain.tester.mine_blocks(1)  # the latest block's parent is then this reset's own block
+        slow, fast = _both(evm_env, lambda t=to: evm_env.chain.eth_call(t, "0x").hex())
+        assert fast == slow
+        values.append(fast)
+    assert values[0] != values[1]  # the test means something: the two blocks did differ there
