@@ -27,12 +27,19 @@ LM_WORKER_MODULES = [
 
 def lm_worker_context() -> str:
     """Start method for the local LM rollout workers of a test: ``forkserver`` with :data:`LM_WORKER_MODULES`
-    preloaded (used if this is the process's first fork server; a running one serves as it is)."""
+    preloaded. A fork server an earlier test started without them is restarted when nothing it forked is
+    alive (multiprocessing keeps one server per process; it has no public way to ask what it preloaded)."""
     import multiprocessing as mp
+    from multiprocessing import forkserver
 
     if "forkserver" not in mp.get_all_start_methods():
         return "spawn"
-    mp.set_forkserver_preload(LM_WORKER_MODULES)
+    modules = ["__main__", *LM_WORKER_MODULES]  # __main__: multiprocessing's own default
+    server = forkserver._forkserver
+    if server._preload_modules != modules:
+        if server._forkserver_pid is not None and not mp.active_children():
+            server._stop()  # as tests/conftest.py does at the end of a session
+        mp.set_forkserver_preload(modules)
     return "forkserver"
 
 
