@@ -386,6 +386,7 @@ def evmquest_pool(
     max_new_tokens: int | None = None,
     web_target: str | None = None,
     web_draft: str | None = None,
+    web_max_new_tokens: int | None = None,
 ) -> list[ProcessWorker]:
     """The real pool's Lynn workers, one process each.
 
@@ -407,6 +408,7 @@ def evmquest_pool(
             EVMQuest); part of the cache key, since it changes what runs. LiveWeb keeps its own 96.
         web_target, web_draft: the models the LM workers use on LiveWeb instances (default: the same
             as on EVMQuest, e.g. the suite LM, which is trained on both envs).
+        web_max_new_tokens: reply budget of every LM worker per LiveWeb step (``None``: ``LMPolicy``'s 96).
 
     Raises:
         ValueError: for an unknown worker, a missing model folder (saying which command makes it), or
@@ -458,12 +460,19 @@ def evmquest_pool(
         "lm-mars": {"model": target, "speculative": "mars", "drafter": "draft", "draft": draft},
         "lm-sampler": {"model": target, "temperature": sampler_temperature},
     }
+    for budget_name, budget in (
+        ("max_new_tokens", max_new_tokens),
+        ("web_max_new_tokens", web_max_new_tokens),
+    ):
+        if budget is not None and (not isinstance(budget, int) or budget < 1):
+            raise ValueError(f"{budget_name} must be a positive integer, got {budget!r}")
     if max_new_tokens is not None:
-        if not isinstance(max_new_tokens, int) or max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be a positive integer, got {max_new_tokens!r}")
         for settings in lm_settings.values():
             settings["max_new_tokens"] = max_new_tokens
-    web_lm: dict[str, dict[str, Any]] = {name: {} for name in lm_settings}
+    web_lm: dict[str, dict[str, Any]] = {
+        name: {} if web_max_new_tokens is None else {"max_new_tokens": web_max_new_tokens}
+        for name in lm_settings
+    }
     if web_target is not None:
         for name in ("lm-target", "lm-mars", "lm-sampler"):
             web_lm[name]["model"] = web_target

@@ -47,13 +47,15 @@ def test_an_lm_worker_in_one_mixed_evmquest_and_liveweb_stream(tmp_path: Path, t
     cache = tmp_path / "cache.jsonl"
     kwargs = {
         "workers": "lynn.agents.workers:evmquest_pool",
-        # max_new_tokens caps the EVMQuest replies only (LiveWeb keeps its own budget): the tiny LM fails the
-        # query instances by running to its budget, 3 attempts of LMPolicy's default 640 tokens each.
+        # max_new_tokens caps the EVMQuest replies, web_max_new_tokens the LiveWeb ones: the tiny LM fails the
+        # query instances by running to its budget (3 attempts of LMPolicy's default 640 tokens each), and a
+        # LiveWeb episode by running to its step limit (30 steps of LMPolicy's default 96 tokens each).
         "worker_kwargs": {
             "target": str(tiny_lm),
             "web_target": str(tiny_lm),
             "include": ["lm-target"],
             "max_new_tokens": 48,
+            "web_max_new_tokens": 24,
         },
         "categories": ("query",),
         "liveweb_families": (FAMILY,),
@@ -80,7 +82,7 @@ def test_an_lm_worker_in_one_mixed_evmquest_and_liveweb_stream(tmp_path: Path, t
     stream, calib = liveweb_families(0, (FAMILY,))[FAMILY]
     web = [stored.get(worker, TaskRef(LIVEWEB, t, 0, f"web:{FAMILY}"), 0) for t in (stream, calib)]
     assert all(o is not None and o.tokens > 0 and o.error is None for o in web), web  # it really generated
-    assert worker.spec.web_lm == {"model": str(tiny_lm)}
+    assert worker.spec.web_lm == {"model": str(tiny_lm), "max_new_tokens": 24}
     assert worker.key_for(TaskRef(LIVEWEB, stream, 0, "x")) != worker.key
     # The replay runs nothing: a new pool on the same cache answers every step from it.
     env = CoordinationEnv(scenario="real-pool", scenario_kwargs=kwargs)
