@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from lynn.lm.web_ranker import Element, WebRanker, action_ref, answer_text, parse_page
+from lynn.lm.web_ranker import Element, WebRanker, action_ref, answer_text, count_readings, parse_page
 
 CLICKABLE = ("link", "button", "tab", "radio", "menuitem", "option")
 FIELDS = ("textbox", "searchbox", "spinbutton")
@@ -185,29 +185,65 @@ def unit_line(e: Element, fmt: WebFormat) -> str:
     return line
 
 
+def span_derivations(text: str) -> list[tuple[str, str]]:
+    """The answer spans one text of a unit yields, each with how it was derived: ``all`` (the text),
+    ``after`` (the value of a ``Label: value`` reading), ``m0``, ``m1``… (its money amounts, dates and numbers),
+    ``by`` (the name after ``by``), ``head`` (the text before a closing parenthesis: ``Cobalt Pro Blender`` of
+    ``Cobalt Pro Blender (12 units)``)."""
+    t = text.strip()
+    if not t:
+        return []
+    out = [("all", t)]
+    m = re.match(r"^[A-Za-z][\w ]*:\s*(.+)$", t)
+    if m:
+        out.append(("after", m.group(1).strip()))
+    for j, m2 in enumerate(re.finditer(r"\$[\d,]+(?:\.\d+)?|\d{4}-\d\d-\d\d|\b\d+(?:\.\d+)?\b", t)):
+        out.append((f"m{j}", m2.group(0)))
+    by = re.search(r"\bby (.+)$", t)
+    if by:
+        out.append(("by", by.group(1).strip()))
+    head = re.match(r"^(.+?)\s+\([^()]*\)$", t)
+    if head:
+        out.append(("head", head.group(1).strip()))
+    return out
+
+
 def answer_spans(units: Sequence[Element]) -> list[str]:
-    """Answers readable from ``units``: names, values, ``Label: value`` parts, numbers, dates, money."""
+    """Answers readable from ``units``: names, values, ``Label: value`` parts, numbers, dates, money, names
+    after ``by``, heads before a parenthesis (:func:`span_derivations`)."""
     out: list[str] = []
     for e in units:
         for t in (e.name, e.value, *e.texts):
-            t = t.strip()
-            if not t:
-                continue
-            out.append(t)
-            m = re.match(r"^[A-Za-z][\w ]*:\s*(.+)$", t)
-            if m:
-                out.append(m.group(1).strip())
-            for m2 in re.finditer(r"\$[\d,]+(?:\.\d+)?|\d{4}-\d\d-\d\d|\b\d+(?:\.\d+)?\b", t):
-                out.append(m2.group(0))
-            by = re.search(r"\bby (.+)$", t)
-            if by:
-                out.append(by.group(1).strip())
+            out += [sp for _, sp in span_derivations(t)]
     seen, uniq = set(), []
     for s in out:
         if s not in seen:
             seen.add(s)
             uniq.append(s)
     return uniq
+
+
+MONTHS = ("January February March April May June July August September October November December").split()
+
+
+def goal_dates(goal: str) -> dict[str, str]:
+    """Dates a form may need that the goal implies but does not write: the first and last day of each month
+    it names (``January 2025`` or ``2025-01``), as ``{"@m0_first": "2025-01-01", "@m0_last": "2025-01-31"}``
+    in the order the months occur (a date filter's From and To)."""
+    import calendar
+
+    found: list[tuple[int, int, int]] = []  # (position, year, month)
+    for m in re.finditer(r"\b(" + "|".join(MONTHS) + r")\s+(\d{4})\b", goal):
+        found.append((m.start(), int(m.group(2)), MONTHS.index(m.group(1)) + 1))
+    for m in re.finditer(r"(?<![\d-])(\d{4})-(\d\d)(?![\d-])", goal):
+        if 1 <= int(m.group(2)) <= 12:
+            found.append((m.start(), int(m.group(1)), int(m.group(2))))
+    out: dict[str, str] = {}
+    for i, (_, y, mo) in enumerate(sorted(found)):
+        last = calendar.monthrange(y, mo)[1]
+        out[f"@m{i}_first"] = f"{y:04d}-{mo:02d}-01"
+        out[f"@m{i}_last"] = f"{y:04d}-{mo:02d}-{last:02d}"
+    return out
 
 
 def history_line(replies: Sequence[str], error: str = "") -> str:
@@ -273,7 +309,7 @@ def candidates(
     def add(reply: str, action: str) -> None:
         out.setdefault(reply, action)
 
-    values = [*goal_literals(goal), *fmt.fill_constants]
+    values = [*goal_literals(goal), *fmt.fill_constants, *goal_dates(goal).values()]
     for e in units:
         ref = _first(page, e)
         d = describe(e)
@@ -290,7 +326,8 @@ def candidates(
         if e.role == "combobox":
             for o in e.options:
                 add(f"select {d} = {q(o)}", f"select_option('{ref}', {o!r})")
-    for s in ["done", *answer_spans(units)]:
+    # Counts are read off the whole page's structure (rows of a table, items of a list), not off a unit's text.
+    for s in ["done", *answer_spans(units), *count_readings(page)]:
         add(f"answer {q(s)}", f"send_msg_to_user({s!r})")
     url = urlparse(str(obs.get("url", "")))
     origin = f"{url.scheme}://{url.netloc}" if url.netloc else ""
@@ -683,19 +720,31 @@ class RankedChooser:
 
         self.last_prompt_tokens = len(encode_chat(self.tokenizer, msgs, add_generation_prompt=True))
         self.goal = str(obs.get("goal", ""))
-        scores = self._score(msgs, [r for r, _ in cands])
-        pick = draw = scores
         mixed = self.memory is not None and (self.weights is not None or self.fmt.memory_weight > 0)
         parts: tuple[list[float], list[float] | None] | None = None
         key, lam, lam_b = "", self.fmt.memory_weight, self.fmt.memory_weight
         if mixed:
-            from lynn.lm.web_memory import mix, mix_parts, reply_form, span_addresses
+            from lynn.lm.web_memory import answer_addresses, mix, mix_parts, reply_forms
 
             key, counts = self.memory.lookup_key(self.goal, replies, str(obs.get("url", "")))
-            raw = [r for r, _ in cands]
-            where = span_addresses(page)
+            where = answer_addresses(page, self.goal)
             slots = web_slots(self.goal)  # the memory's own delexicalisation, whatever the LM reads
-            forms = [reply_form(r, mask_slots(r, slots), self.memory.constants, where) for r in raw]
+
+            def forms_of(r: str) -> list[str]:
+                return reply_forms(r, mask_slots(r, slots), self.memory.constants, where, self.goal)
+
+            forms = [forms_of(r) for r, _ in cands]
+            # What the memory recalls for this state may sit beyond the ranker's top k (the "top" sort link, the
+            # 10th month of a report): those of the whole page's candidates join, the LM scoring them unseen.
+            held = {f for fs in forms for f in fs}
+            if any(counts.get(f, 0) > 0 for f in counts if f not in held):
+                have = {r for r, _ in cands}
+                for r, a in candidates(obs, page, self.fmt, page):
+                    fs = forms_of(r) if r not in have else []
+                    if any(counts.get(f, 0) > 0 and f not in held for f in fs):
+                        cands.append((r, a))
+                        forms.append(fs)
+            scores = self._score(msgs, [r for r, _ in cands])
             if self.weights is not None:
                 lam = self.weights.weight(self.goal, key)
             pick = draw = mix(scores, forms, counts, lam)
@@ -706,6 +755,9 @@ class RankedChooser:
                 draw = mix(scores, forms, counts, lam_b)
             else:
                 lam_b = lam
+        else:
+            scores = self._score(msgs, [r for r, _ in cands])
+            pick = draw = scores
         import math
 
         tau = temperature if temperature > 0 else 1.0
@@ -743,16 +795,20 @@ class RankedChooser:
 
     def _recall_answer(self, first: str, page: Sequence[Element]) -> str | None:
         """The whole answer after its first part as the memory's answers of this template went on (None: no
-        stored answer from this part's address, or the page lacks a part; the LM extends it then)."""
-        from lynn.lm.web_memory import best_pattern, extend_answer, span_addresses
+        stored answer from any of this part's addresses, or the page lacks a part; the LM extends it then).
+        Of the part's addresses (:func:`lynn.lm.web_memory.answer_addresses`) the one most answers went on
+        from is taken."""
+        from lynn.lm.web_memory import answer_addresses, best_pattern, extend_answer, path_addresses
 
-        where = span_addresses(page)
-        if first not in where:
+        found = [
+            self.memory.answers.get(self.memory.answer_key(self.goal, a))
+            for a in answer_addresses(page, self.goal).get(first, [])
+        ]
+        found = [p for p in found if p]
+        if not found:
             return None
-        patterns = self.memory.answers.get(self.memory.answer_key(self.goal, where[first]))
-        if not patterns:
-            return None
-        return extend_answer(first, best_pattern(patterns), where)
+        patterns = max(found, key=lambda p: sum(p.values()))
+        return extend_answer(first, best_pattern(patterns), path_addresses(page))
 
     @classmethod
     def from_folder(cls, model: Any, tokenizer: Any, folder: str | Path, **kw: Any) -> RankedChooser:

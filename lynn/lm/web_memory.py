@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from lynn.lm.web_candidates import mask_slots, web_slots
-from lynn.lm.web_ranker import Element, parse_page
+from lynn.lm.web_candidates import goal_dates, mask_slots, span_derivations, web_slots
+from lynn.lm.web_ranker import Element, children_of, count_readings, parse_page, subtree
 
 MEMORY_FILE = "lynn_memory.json.gz"
 
@@ -52,6 +52,7 @@ def template_of(goal: str, slots: dict[str, str]) -> str:
 
 _QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
 _SLOT_NAME = re.compile(r"^[LN]\d+$")
+_DERIVED = re.compile(r"^@m\d+_(?:first|last)$")  # a date the goal implies (goal_dates)
 
 
 def generalise(reply: str, constants: set[str] | frozenset[str]) -> str:
@@ -59,16 +60,26 @@ def generalise(reply: str, constants: set[str] | frozenset[str]) -> str:
     ``click link "Fjord Pro Webcam"`` -> ``click link "*"``, ``answer "$85.38"`` -> ``answer "*"``; kept:
     ``click button "Save product"``, ``answer "done"``, ``fill textbox "Price" = "N2"``."""
     return _QUOTED.sub(
-        lambda m: m.group(0) if m.group(1) in constants or _SLOT_NAME.match(m.group(1)) else '"*"', reply
+        lambda m: (
+            m.group(0)
+            if m.group(1) in constants or _SLOT_NAME.match(m.group(1)) or _DERIVED.match(m.group(1))
+            else '"*"'
+        ),
+        reply,
     )
 
 
-_LABEL = re.compile(r"^([A-Za-z][\w ]*):\s*(.+)$")
-_READING = re.compile(r"\$[\d,]+(?:\.\d+)?|\d{4}-\d\d-\d\d|\b\d+(?:\.\d+)?\b")
+def _fields(e: Element) -> list[tuple[str, str]]:
+    return [("name", e.name), ("value", e.value), *((f"t{i}", x) for i, x in enumerate(e.texts))]
+
+
+def _base(e: Element, n: int, field_name: str, text: str) -> str:
+    lab = re.match(r"^([A-Za-z][\w ]*):\s*(.+)$", text.strip())
+    return lab.group(1) if lab else f"{e.role}#{n}.{field_name}"
 
 
 def span_addresses(page: Sequence[Element]) -> dict[str, str]:
-    """Where each answer span of ``page`` (:func:`lynn.lm.web_candidates.answer_spans`' derivations) sits, in
+    """Where each answer span of ``page`` (:func:`lynn.lm.web_candidates.span_derivations`) sits, in
     words that hold across instances: ``Price/after`` (the value of a ``Price: …`` reading), ``Rating/m1`` (its
     second number), ``link#14/name`` (the 15th link's name: the first product of a sorted list),
     ``article#2/by`` (the third review's author). The first address of a span wins."""
@@ -77,64 +88,179 @@ def span_addresses(page: Sequence[Element]) -> dict[str, str]:
     for e in page:
         n = seen[e.role]
         seen[e.role] += 1
-        for field_name, t in (
-            ("name", e.name),
-            ("value", e.value),
-            *((f"t{i}", x) for i, x in enumerate(e.texts)),
-        ):
-            t = t.strip()
-            if not t:
-                continue
-            lab = _LABEL.match(t)
-            base = lab.group(1) if lab else f"{e.role}#{n}.{field_name}"
-            out.setdefault(t, f"{base}/all")
-            if lab:
-                out.setdefault(lab.group(2).strip(), f"{base}/after")
-            for j, m in enumerate(_READING.finditer(t)):
-                out.setdefault(m.group(0), f"{base}/m{j}")
-            by = re.search(r"\bby (.+)$", t)
-            if by:
-                out.setdefault(by.group(1).strip(), f"{base}/by")
+        for field_name, t in _fields(e):
+            base = _base(e, n, field_name, t)
+            for how, sp in span_derivations(t):
+                out.setdefault(sp, f"{base}/{how}")
     return out
 
 
-def reply_form(raw: str, shown: str, constants: frozenset[str], addresses: dict[str, str]) -> str:
-    """What the memory stores and matches for a reply: an answer as the address of its (first) part on the page
-    (``answer @Price/after``), anything else :func:`generalise`-d."""
+#: Item roles whose position in their list, or whose row neighbours, an answer can be addressed by.
+ITEMS = ("row", "listitem", "article")
+
+
+def goal_keys(goal: str) -> dict[str, str]:
+    """The goal's values an answer can be located by, value -> name: its slots (:func:`web_slots`: ``L1``,
+    ``N1``) and its other bare numbers by order (``#0``, ``#1``: the ``1`` of "number 1 on the list")."""
+    slots = web_slots(goal)
+    out = {v: k for k, v in slots.items()}
+    for j, m in enumerate(re.finditer(r"(?<![\w.$-])\d+(?![\w.-]\w)", goal)):
+        out.setdefault(m.group(0), f"#{j}")
+    return out
+
+
+def answer_addresses(page: Sequence[Element], goal: str) -> dict[str, list[str]]:
+    """Every address of every answer the chooser can form on ``page`` (the spans' and the counts'), for the
+    memory to store and match an answer by. Besides each span's place on the page (:func:`span_addresses`,
+    here every one, not only the first) an answer is addressed by what locates it in any instance:
+
+    - ``count:table#0>row*`` — a count of the page's structure (:func:`lynn.lm.web_ranker.count_readings`);
+    - ``rank:#0>listitem/0.value/head`` — in the item (row, list item, article) whose position in its list
+      is a number of the goal (``number 3 on the list``), the span at that place of the item;
+    - ``key:N1>row/3.name/all`` — in the item that shows one of the goal's values (the row of ``2025-10``),
+      the span at that place of the item.
+    """
+    out: dict[str, list[str]] = {}
+
+    def add(span: str, address: str) -> None:
+        got = out.setdefault(span, [])
+        if address not in got:
+            got.append(address)
+
+    seen: Counter[str] = Counter()
+    for e in page:
+        n = seen[e.role]
+        seen[e.role] += 1
+        for field_name, t in _fields(e):
+            base = _base(e, n, field_name, t)
+            for how, sp in span_derivations(t):
+                add(sp, f"{base}/{how}")
+    for value, addresses in count_readings(page).items():
+        for a in addresses:
+            add(value, a)
+    keys = goal_keys(goal)
+    for kids in children_of(page).values():
+        items = [c for c in kids if c.role in ITEMS]
+        for pos, item in enumerate(items, 1):
+            inside = subtree(item, page)
+            spans = [
+                (f"{k}.{field_name}/{how}", sp)
+                for k, x in enumerate(inside)
+                for field_name, t in _fields(x)
+                for how, sp in span_derivations(t)
+            ]
+            if str(pos) in keys:
+                for where, sp in spans:
+                    add(sp, f"rank:{keys[str(pos)]}>{item.role}/{where}")
+            shown = {sp for _, sp in spans}
+            for value, name in keys.items():
+                if value in shown:
+                    for where, sp in spans:
+                        if sp != value:
+                            add(sp, f"key:{name}>{item.role}/{where}")
+    return out
+
+
+def reply_forms(
+    raw: str,
+    shown: str,
+    constants: frozenset[str],
+    addresses: dict[str, list[str]],
+    goal: str,
+    text_first: bool = False,
+) -> list[str]:
+    """What the memory stores and matches for a reply: an answer as the addresses of its (first) part on the page
+    (``answer @Price/after``, :func:`answer_addresses`), anything else :func:`generalise`-d, a date the goal
+    implies as its name (``fill textbox "From date" = "@m0_first"``, :func:`goal_dates`).
+
+    ``text_first`` (what the memory stores): an answer the page writes somewhere is stored by where it is written,
+    not as a count of rows that happens to equal it ("24 products" on a page that lists 20); a candidate is
+    matched by all its addresses."""
     if raw.startswith('answer "') and raw.endswith('"') and raw != 'answer "done"':
         first = re.split(r"; |, ", raw[len('answer "') : -1])[0]
         if first in addresses:
-            return "answer @" + addresses[first]
-    return generalise(shown, constants)
+            found = addresses[first]
+            written = [a for a in found if not a.startswith("count:")]
+            return ["answer @" + a for a in (written if text_first and written else found)]
+    for name, value in goal_dates(goal).items():
+        shown = shown.replace(f'"{value}"', f'"{name}"')
+    return [generalise(shown, constants)]
 
 
-def _wild(address: str) -> str:
-    return re.sub(r"#\d+", "#*", address)
+def path_addresses(page: Sequence[Element]) -> dict[str, str]:
+    """Where each answer span of ``page`` sits in the page's structure, outside the banner: the path of roles
+    from the top, each with its rank among its siblings of that role, then the field and the derivation
+    (``main.0/table.0/rowgroup.1/row.2/cell.1:name/all``: the second cell of the third body row). The first
+    place of a span wins. The parts of a multi-part answer are located by these paths (:func:`answer_pattern`)."""
+    kids = children_of(page)
+    path: dict[int, str] = {}
+    for children in kids.values():
+        seen: Counter[str] = Counter()
+        for c in children:
+            path[c.index] = f"{c.role}.{seen[c.role]}"
+            seen[c.role] += 1
+    full: dict[int, str] = {}
+    out: dict[str, str] = {}
+    stack: list[Element] = []
+    for e in page:
+        while stack and stack[-1].depth >= e.depth:
+            stack.pop()
+        full[e.index] = (full[stack[-1].index] + "/" if stack else "") + path[e.index]
+        stack.append(e)
+        if e.in_banner or e.role == "banner":
+            continue
+        for field_name, t in _fields(e):
+            for how, sp in span_derivations(t):
+                out.setdefault(sp, f"{full[e.index]}:{field_name}/{how}")
+    return out
 
 
-def answer_pattern(text: str, addresses: dict[str, str]) -> str | None:
-    """How a multi-part answer goes on after its first part, in addresses that hold across instances, one
-    entry per run of parts of one kind: ``"3; Ana Lee, Bo Wu, Cy Ode"`` -> ``"; article#*.name/by+, "`` (``+``
-    and the separator: every such span of the page, in page order); ``"shipped; $31.64"`` -> ``"; Order
-    total/after"``; ``""`` for a one-part answer; None when a part is no span of the page."""
+def _unify(a: str, b: str) -> str | None:
+    """The path matching both ``a`` and ``b`` with one rank as ``*`` (two items of one list), or None."""
+    (pa, fa), (pb, fb) = a.split(":", 1), b.split(":", 1)
+    sa, sb = pa.split("/"), pb.split("/")
+    if fa != fb or len(sa) != len(sb):
+        return None
+    diff = [i for i, (x, y) in enumerate(zip(sa, sb, strict=True)) if x != y]
+    if len(diff) != 1:
+        return None
+    i = diff[0]
+    ra, rb = sa[i].rsplit(".", 1), sb[i].rsplit(".", 1)
+    if ra[0] != rb[0] or not (ra[1].isdigit() and rb[1].isdigit()):
+        return None
+    return "/".join([*sa[:i], ra[0] + ".*", *sa[i + 1 :]]) + ":" + fa
+
+
+def _matches(pattern: str, address: str) -> bool:
+    return re.fullmatch(re.escape(pattern).replace(r"\*", r"\d+"), address) is not None
+
+
+def answer_pattern(text: str, paths: dict[str, str]) -> str | None:
+    """How a multi-part answer goes on after its first part, in page paths (:func:`path_addresses`) that hold
+    across instances, one entry per run of parts of one list: ``"3; Ana Lee, Bo Wu, Cy Ode"`` ->
+    ``"; main.0/article.*:name/by+, "`` (``*``, ``+`` and the separator: every span at that path of the page, in
+    page order); ``"shipped; $31.64"`` -> ``"; main.0/paragraph.3:value/after"``; ``""`` for a one-part answer;
+    None when a part is nowhere on the page."""
     pieces = re.split(r"(; |, )", text)
     parts, seps = pieces[0::2], pieces[1::2]
-    if any(p not in addresses for p in parts):
+    if any(p not in paths for p in parts[1:]):
         return None
-    runs: list[list[str]] = []  # [sep, address, separator inside the run or ""]
+    runs: list[list[str]] = []  # [sep, path, separator inside the run or ""]
     for sep, part in zip(seps, parts[1:], strict=True):
-        addr = _wild(addresses[part])
-        if runs and runs[-1][1] == addr:
-            runs[-1][2] = sep
-        else:
-            runs.append([sep, addr, ""])
-    return "\t".join(sep + addr + (f"+{inner}" if inner else "") for sep, addr, inner in runs)
+        where = paths[part]
+        if runs and runs[-1][2] in ("", sep):
+            joined = _unify(runs[-1][1], where) if "*" not in runs[-1][1] else runs[-1][1]
+            if joined is not None and _matches(joined, where):
+                runs[-1][1], runs[-1][2] = joined, sep
+                continue
+        runs.append([sep, where, ""])
+    return "\t".join(sep + where + (f"+{inner}" if inner else "") for sep, where, inner in runs)
 
 
 def best_pattern(patterns: Counter[str]) -> str:
     """The most common stored pattern, a one-span entry read as a run where another answer of the template
-    listed that kind (an instance with one review teaches no list; one with three does)."""
-    lists = {}
+    listed spans at its path (an instance with one review teaches no list; one with three does)."""
+    lists: dict[str, str] = {}
     for pat in patterns:
         for e in pat.split("\t"):
             m = re.match(r"^(; |, )(.+?)\+(; |, )$", e)
@@ -144,22 +270,23 @@ def best_pattern(patterns: Counter[str]) -> str:
     for pat, n in patterns.items():
         entries = []
         for e in filter(None, pat.split("\t")):
-            sep, addr = e[:2], e[2:]
-            entries.append(f"{sep}{addr}+{lists[addr]}" if addr in lists else e)
+            sep, where = e[:2], e[2:]
+            run = next((w for w in lists if "+" not in where and _matches(w, where)), None)
+            entries.append(f"{sep}{run}+{lists[run]}" if run else e)
         merged["\t".join(entries)] += n
     return merged.most_common(1)[0][0]
 
 
-def extend_answer(first: str, pattern: str, addresses: dict[str, str]) -> str | None:
+def extend_answer(first: str, pattern: str, paths: dict[str, str]) -> str | None:
     """The answer that :func:`answer_pattern` ``pattern`` makes of ``first`` on a page (its spans and their
-    addresses, in page order), or None when the page lacks a part the pattern needs."""
+    paths, :func:`path_addresses`, in page order), or None when the page lacks a part the pattern needs."""
     text, used = first, {first}
     for entry in filter(None, pattern.split("\t")):
         sep, want, inner = entry[:2], entry[2:], ""
         m = re.match(r"^(.+?)\+(; |, )$", want)
         if m:
             want, inner = m.group(1), m.group(2)
-        spans = [sp for sp, a in addresses.items() if _wild(a) == want and sp not in used]
+        spans = [sp for sp, a in paths.items() if _matches(want, a) and sp not in used]
         if not spans:
             return None
         take = spans if inner else spans[:1]
@@ -236,15 +363,21 @@ class ActionMemory:
         mem = cls(constants=constants)
         for st in steps:
             shown = mask_slots(st["reply"], web_slots(st["goal"]))
-            where = span_addresses(parse_page(str(st["axtree"])))
-            reply = reply_form(st["reply"], shown, mem.constants, where)
-            if reply.startswith("answer @"):
-                pattern = answer_pattern(st["reply"][len('answer "') : -1], where)
+            page = parse_page(str(st["axtree"]))
+            where = answer_addresses(page, st["goal"])
+            forms = reply_forms(st["reply"], shown, mem.constants, where, st["goal"], text_first=True)
+            if forms[0].startswith("answer @"):
+                pattern = answer_pattern(st["reply"][len('answer "') : -1], path_addresses(page))
                 if pattern is not None:
-                    key = mem.answer_key(st["goal"], reply[len("answer @") :])
-                    mem.answers.setdefault(key, Counter())[pattern] += 1
+                    for form in forms:
+                        key = mem.answer_key(st["goal"], form[len("answer @") :])
+                        mem.answers.setdefault(key, Counter())[pattern] += 1
+            # A reply with several forms (an answer found at several addresses) shares one count among them:
+            # the address that holds in every instance gathers it, the coincidences of one page do not.
             for key in mem.keys(st["goal"], st["replies"], str(st["obs"].get("url", ""))):
-                mem.table.setdefault(key, Counter())[reply] += 1
+                counter = mem.table.setdefault(key, Counter())
+                for form in forms:
+                    counter[form] += 1 / len(forms)
         return mem
 
     def lookup(self, goal: str, replies: Sequence[str], url: str) -> Counter[str]:
@@ -280,31 +413,45 @@ class ActionMemory:
 
 
 def mix_parts(
-    lm_scores: Sequence[float], forms: Sequence[str], counts: Counter[str]
+    lm_scores: Sequence[float], forms: Sequence[str | Sequence[str]], counts: Counter[str]
 ) -> tuple[list[float], list[float] | None]:
     """The two distributions :func:`mix` mixes, per candidate: ``p_LM`` (the softmax of ``lm_scores``) and
-    ``p_kNN`` (None when no stored reply has a candidate of its form on this page: the memory says nothing)."""
+    ``p_kNN`` (None when no stored reply has a candidate of its form on this page: the memory says nothing).
+    A candidate's forms are a string or a list of them (:func:`reply_forms`): it gets a share of each."""
     import math
 
     top = max(lm_scores)
     ex = [math.exp(s - top) for s in lm_scores]
     z = sum(ex)
     p_lm = [e / z for e in ex]
-    present = {f for f in forms if counts.get(f, 0) > 0}
+    of = [[f] if isinstance(f, str) else list(f) for f in forms]
+    present = {f for fs in of for f in fs if counts.get(f, 0) > 0}
     n = sum(counts[f] for f in present)
     if n == 0:
         return p_lm, None
     mass: dict[str, float] = {}
-    for f, p in zip(forms, p_lm, strict=True):
-        mass[f] = mass.get(f, 0.0) + p
+    members: Counter[str] = Counter()
+    for fs, p in zip(of, p_lm, strict=True):
+        for f in set(fs):
+            mass[f] = mass.get(f, 0.0) + p
+            members[f] += 1
+
+    def share(
+        f: str, p: float
+    ) -> float:  # the candidate's part of form f's mass (even where p_LM underflows)
+        return p / mass[f] if mass[f] > 0 else 1 / members[f]
+
     knn = [
-        counts.get(f, 0) / n * p / mass[f] if f in present else 0.0 for f, p in zip(forms, p_lm, strict=True)
+        sum(counts[f] / n * share(f, p) for f in set(fs) if f in present)
+        for fs, p in zip(of, p_lm, strict=True)
     ]
     return p_lm, knn
 
 
-def mix(lm_scores: Sequence[float], forms: Sequence[str], counts: Counter[str], weight: float) -> list[float]:
-    """Log of ``weight · p_kNN + (1 − weight) · p_LM`` per candidate (``forms``: their :func:`reply_form`).
+def mix(
+    lm_scores: Sequence[float], forms: Sequence[str | Sequence[str]], counts: Counter[str], weight: float
+) -> list[float]:
+    """Log of ``weight · p_kNN + (1 − weight) · p_LM`` per candidate (``forms``: their :func:`reply_forms`).
 
     ``p_LM`` is the softmax of ``lm_scores``. The memory speaks of generalised replies (``click link "*"``);
     ``p_kNN`` gives each stored reply's share of the counts to the candidates of that form, split among them as

@@ -153,6 +153,63 @@ def parse_page(axtree: str) -> list[Element]:
     return out
 
 
+def children_of(page: Sequence[Element]) -> dict[int, list[Element]]:
+    """Each unit's direct children in page order, by the parent's ``index`` (-1: the top level), read off the
+    indentation."""
+    out: dict[int, list[Element]] = {}
+    stack: list[Element] = []
+    for e in page:
+        while stack and stack[-1].depth >= e.depth:
+            stack.pop()
+        out.setdefault(stack[-1].index if stack else -1, []).append(e)
+        stack.append(e)
+    return out
+
+
+def subtree(e: Element, page: Sequence[Element]) -> list[Element]:
+    """``e`` and every unit under it, in page order."""
+    out = [e]
+    for x in page[e.index + 1 :]:
+        if x.depth <= e.depth:
+            break
+        out.append(x)
+    return out
+
+
+def count_readings(page: Sequence[Element]) -> dict[str, list[str]]:
+    """The counts a "how many" question may ask, read off the page's structure rather than its text: for every
+    unit outside the banner, how many direct children of each role it has, as ``{"3": ["count:rowgroup#1>row",
+    ...]}`` (the parent named by its role and its rank among units of that role). A table's header rows (rows
+    of ``columnheader`` cells) are not counted, and a table also counts the body rows of all its row groups.
+    An empty list is no reading (0 is not counted: nothing on the page shows it)."""
+    kids = children_of(page)
+    seen: Counter[str] = Counter()
+    rank: dict[int, int] = {}
+    for e in page:
+        rank[e.index] = seen[e.role]
+        seen[e.role] += 1
+
+    def header(row: Element) -> bool:
+        return any(c.role == "columnheader" for c in kids.get(row.index, []))
+
+    out: dict[str, list[str]] = {}
+    for e in page:
+        if e.in_banner or e.role == "banner":
+            continue
+        by_role: Counter[str] = Counter(
+            c.role for c in kids.get(e.index, []) if not (c.role == "row" and header(c))
+        )
+        if e.role == "table":
+            body = [x for x in subtree(e, page)[1:] if x.role == "row" and not header(x)]
+            if body:
+                out.setdefault(str(len(body)), []).append(f"count:table#{rank[e.index]}>row*")
+        for role, n in by_role.items():
+            if e.role == "rowgroup":  # its table counts its rows
+                continue
+            out.setdefault(str(n), []).append(f"count:{e.role}#{rank[e.index]}>{role}")
+    return out
+
+
 _ACTION_REF = re.compile(r"^\s*[a-z_]+\(\s*['\"]([A-Za-z0-9]+)['\"]")
 
 

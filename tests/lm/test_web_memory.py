@@ -10,14 +10,17 @@ from pathlib import Path
 
 import pytest
 
-from lynn.lm.web_candidates import RankedChooser, learn_format, reply_for, web_slots
+from lynn.lm.web_candidates import RankedChooser, candidates, goal_dates, learn_format, reply_for, web_slots
 from lynn.lm.web_memory import (
     ActionMemory,
+    answer_addresses,
     answer_pattern,
     best_pattern,
     extend_answer,
     generalise,
     mix,
+    path_addresses,
+    reply_forms,
     span_addresses,
     template_of,
 )
@@ -64,14 +67,14 @@ def test_span_addresses_name_where_an_answer_sits() -> None:
 
 
 def test_a_multi_part_answer_is_rebuilt_on_another_instances_page() -> None:
-    seen = span_addresses(
+    seen = path_addresses(
         _page(
             "paragraph: Rating: 4.3 (2 reviews)", 'article "Review by Ana Lee"', 'article "Review by Bo Wu"'
         )
     )
     pattern = answer_pattern("2; Ana Lee, Bo Wu", seen)
-    assert pattern == "; article#*.name/by+, "
-    other = span_addresses(
+    assert pattern == "; main.0/article.*:name/by+, "
+    other = path_addresses(
         _page(
             "paragraph: Rating: 3.0 (3 reviews)",
             'article "Review by Cy Ode"',
@@ -81,11 +84,89 @@ def test_a_multi_part_answer_is_rebuilt_on_another_instances_page() -> None:
     )
     assert extend_answer("3", pattern, other) == "3; Cy Ode, Di Ray, Ed Fox"
     assert answer_pattern("2; Nobody", seen) is None  # a part that is no span of the page
-    assert extend_answer("3", "; Status/after", other) is None  # the page lacks the part
+    assert extend_answer("3", "; main.0/paragraph.5:value/after", other) is None  # the page lacks the part
     # One review teaches no list, but another instance's list of that kind makes it one.
     one = answer_pattern("2; Ana Lee", seen)
-    assert one == "; article#*.name/by"
+    assert one == "; main.0/article.0:name/by"
     assert best_pattern(Counter({one: 3, pattern: 1})) == pattern
+
+
+def test_list_parts_are_located_by_their_path_not_by_the_first_span_of_their_role() -> None:
+    """The parts of "2; Acme Pen, Bo Lamp" are the product cells of the body rows; a role-wide wildcard would
+    take the SKU cell, or a banner link, first."""
+    page = parse_page(
+        "\n".join(
+            [
+                "[b0] banner:",
+                '  [b1] link "Dashboard"',
+                "[e0] main:",
+                '  [e1] table "Items":',
+                "    [e2] rowgroup:",
+                "      [e3] row:",
+                '        [e4] columnheader "SKU"',
+                '        [e5] columnheader "Product"',
+                "    [e6] rowgroup:",
+                "      [e7] row:",
+                '        [e8] cell "OF-1159"',
+                '        [e9] cell "Acme Pen"',
+                "      [e10] row:",
+                '        [e11] cell "HO-1033"',
+                '        [e12] cell "Bo Lamp"',
+            ]
+        )
+    )
+    paths = path_addresses(page)
+    assert "Dashboard" not in paths  # the banner holds no answer
+    pattern = answer_pattern("2; Acme Pen, Bo Lamp", paths)
+    assert pattern == "; main.0/table.0/rowgroup.1/row.*/cell.1:name/all+, "
+    assert extend_answer("2", pattern, paths) == "2; Acme Pen, Bo Lamp"
+    # The count is no text of the page; the chooser offers it from the table's structure.
+    assert "count:table#0>row*" in answer_addresses(page, "How many products are in order #80?")["2"]
+
+
+def test_answers_are_addressed_by_rank_and_by_the_row_of_a_goal_value() -> None:
+    page = parse_page(
+        "\n".join(
+            [
+                "[e0] main:",
+                '  [e1] table "Monthly sales":',
+                "    [e2] row:",
+                '      [e3] cell "2025-01"',
+                '      [e4] cell "$7,873.88"',
+                "    [e5] row:",
+                '      [e6] cell "2025-02"',
+                '      [e7] cell "$3,603.28"',
+                "  [e8] list:",
+                "    [e9] listitem: Cobalt Pro Blender (12 units)",
+                "    [e10] listitem: Granite Pro Mouse (10 units)",
+            ]
+        )
+    )
+    by_month = answer_addresses(page, "What was the revenue in 2025-02?")
+    by_month_other = answer_addresses(page, "What was the revenue in 2025-01?")
+    key = next(a for a in by_month["$3,603.28"] if a.startswith("key:"))
+    assert key in by_month_other["$7,873.88"]  # the same address, another month's row
+    second = answer_addresses(page, "Which product is number 2 on the list?")
+    first = answer_addresses(page, "Which product is number 1 on the list?")
+    rank = next(a for a in second["Granite Pro Mouse"] if a.startswith("rank:"))
+    assert rank in first["Cobalt Pro Blender"] and rank not in first.get("Granite Pro Mouse", [])
+
+
+def test_dates_a_goal_implies_are_fill_candidates_and_stored_by_name() -> None:
+    assert goal_dates("Show the orders placed in February 2024, newest first.") == {
+        "@m0_first": "2024-02-01",
+        "@m0_last": "2024-02-29",
+    }
+    assert goal_dates("What was the revenue in 2025-11?")["@m0_last"] == "2025-11-30"
+    assert goal_dates("Order #2025-13 of SKU 12") == {}
+    forms = reply_forms(
+        'fill textbox "To date" = "2024-02-29"',
+        'fill textbox "To date" = "2024-02-29"',
+        frozenset({"To date"}),
+        {},
+        "Show the orders placed in February 2024, newest first.",
+    )
+    assert forms == ['fill textbox "To date" = "@m0_last"']
 
 
 def test_mix_gives_a_forms_share_to_its_candidates_as_the_lm_weighs_them() -> None:
@@ -131,3 +212,57 @@ def test_the_memory_lifts_a_weak_lm_to_the_experts_choices(tiny_lm: Path) -> Non
     alone, mixed = right(0.0), right(1.0)
     assert mixed >= 0.85 * n
     assert mixed > alone + 0.3 * n
+
+
+def _orders_page(numbers: list[int], heading: str = "My orders") -> str:
+    rows = [
+        "[e0] banner:",
+        '  [e1] link "Lynn Shop"',
+        '  [e2] link "My account"',
+        "[e3] main:",
+        f'  [e4] heading "{heading}" [level=1]',
+        '  [e5] table "Orders":',
+        "    [e6] rowgroup:",
+        "      [e7] row:",
+        '        [e8] columnheader "Order"',
+        '        [e9] columnheader "Total"',
+        "    [e10] rowgroup:",
+    ]
+    for i, n in enumerate(numbers):
+        rows += [
+            f"      [r{i}] row:",
+            f'        [l{i}] link "Order #{n}"',
+            f'        [c{i}] cell "${n}.50"',
+        ]
+    return "\n".join(rows)
+
+
+def test_a_count_no_text_shows_is_answered_with_the_list_it_counts(tiny_lm: Path) -> None:
+    """ "How many orders … and what are their numbers?": the count is on no span of the page. The memory of
+    three train instances stores it as the count of the table's rows and the numbers as a run of the rows'
+    links, and the chooser answers a new instance with another count, weighing the count against the spans."""
+    from lynn.lm.backends import TransformersGenerator
+
+    goal = "How many orders have I placed in total, and what are their numbers?"
+    train = []
+    for i, nums in enumerate([[108, 92, 18], [68, 1], [146, 140, 119, 7]]):
+        obs = {
+            "goal": goal,
+            "axtree": _orders_page(nums),
+            "url": "http://x/account/orders",
+            "title": "Orders",
+        }
+        reply = f'answer "{len(nums)}; ' + ", ".join(map(str, nums)) + '"'
+        train.append(
+            {"goal": goal, "obs": obs, "axtree": obs["axtree"], "replies": [], "reply": reply}
+            | {"task_id": f"shop.my_order_count.{i}", "seed": 0, "split": "train", "step": 0}
+        )
+    mem = ActionMemory.build(train, min_episodes=1)
+    gen = TransformersGenerator(str(tiny_lm), threads=1)
+    fmt = dataclasses.replace(learn_format(TRAIN, k=20), slots=True, memory_weight=0.9)
+    chooser = RankedChooser(gen.model, gen.tokenizer, fmt, memory=mem)
+    new = {"goal": goal, "axtree": _orders_page([77, 50, 12, 9, 3]), "url": "http://x/account/orders"}
+    assert chooser.choose(new, [])[0] == 'answer "5; 77, 50, 12, 9, 3"'
+    # Without the memory the count is still a candidate (the LM may pick it), though no text shows "5".
+    cands = [r for r, _ in candidates(new, parse_page(new["axtree"]), fmt)]
+    assert 'answer "5"' in cands
