@@ -1,7 +1,8 @@
 """The fast snapshot (``BrowserSession.fast_snapshot``: Playwright's aria snapshot computed in one CDP call by a
 copy of its injected script shared with Playwright's own) against Playwright's ``page.aria_snapshot``: the same
 bytes on every bundled page; and both fast paths, and the fast click alone, against Playwright's own snapshot and
-click: the same observations and outcomes over an expert episode of every template."""
+click: the same observations and outcomes over an expert episode of every template. The expert's episodes are
+those of ``test_expert_solves_a_seeded_instance_of_every_template`` (one run serves both tests: issue 29)."""
 
 from __future__ import annotations
 
@@ -63,10 +64,12 @@ REPLAYS = ((True, False), (False, False))
 def _compare(env: LiveWebEnv | None, tids: list[str]) -> list[tuple]:
     """The expert on each instance with both fast paths on (the default), then the same actions on a reset of the
     same instance under each of ``REPLAYS`` (the fast click alone; both off, i.e. Playwright's own snapshot and
-    click), asserting equal observations and outcomes at every step; (task id, fast observations, observations,
-    clicks, failure or None). One env does all runs (the reset restores the site's data), so they share the site
-    server's ports and need no rewriting of URLs. One recorded run serves both comparisons (this was two tests,
-    each with its own run and its own both-off replay: issue 29)."""
+    click), comparing observations and outcomes at every step; (task id, fast observations, observations, clicks,
+    expert failure or None, mismatches). A mismatch is the first step where a replay differs from the recorded run:
+    (task id, click, snapshot, step, action, what differs); that replay stops there. One env does all runs (the
+    reset restores the site's data), so they share the site server's ports and need no rewriting of URLs. One
+    recorded run serves both comparisons and the expert's own test (this was three tests, each with its own expert
+    run: issue 29)."""
     own = env is None
     env = env or LiveWebEnv()
     try:
@@ -80,40 +83,72 @@ def _compare(env: LiveWebEnv | None, tids: list[str]) -> list[tuple]:
             obs, info = env.reset(options={"task_id": tid})
             agent.reset(seed=0)
             fast: list[tuple] = [(None, _view(obs), None)]
+            actions = []
             for _ in range(30):
                 action = agent.act(obs, info)
+                actions.append(action)
                 obs, reward, term, trunc, info = env.step(action)
                 fast.append((action, _view(obs), (reward, term, trunc)))
                 if term or trunc:
                     break
-            failure = None if reward == 1.0 else (tid, info.get("error"), info.get("eval"))
+            else:
+                reward = 0.0  # not finished in 30 steps
+            failure = None if reward == 1.0 else (tid, actions[-3:], info.get("eval"), info.get("error"))
             made = counts["fast"] - before
+            mismatches = []
             for click, snapshot in REPLAYS:
                 env.browser.fast_click, env.browser.fast_snapshot = click, snapshot
                 obs, _ = env.reset(options={"task_id": tid})
-                assert _view(obs) == fast[0][1], (tid, click, snapshot)
+                if _view(obs) != fast[0][1]:
+                    mismatches.append((tid, click, snapshot, "reset", None, _diff(_view(obs), fast[0][1])))
+                    continue
                 for step, (action, view, outcome) in enumerate(fast[1:]):
                     obs, reward, term, trunc, _ = env.step(action)
-                    assert _view(obs) == view, (tid, click, snapshot, step, action)
-                    assert (reward, term, trunc) == outcome, (tid, click, snapshot, step, action)
+                    if _view(obs) != view or (reward, term, trunc) != outcome:
+                        got = {**_view(obs), "outcome": (reward, term, trunc)}
+                        mismatches.append(
+                            (tid, click, snapshot, step, action, _diff(got, {**view, "outcome": outcome}))
+                        )
+                        break
             clicks = sum(a.startswith("click(") for a, _, _ in fast[1:])
-            out.append((tid, made, len(fast), clicks, failure))
+            out.append((tid, made, len(fast), clicks, failure, mismatches))
         return out
     finally:
         if own:
             env.close()
 
 
+def _diff(got: dict, want: dict) -> dict:
+    """The keys where ``got`` differs from ``want``: (got, want)."""
+    return {k: (got.get(k), want.get(k)) for k in want if got.get(k) != want.get(k)}
+
+
+@pytest.fixture(scope="module")
+def expert_episodes(env: LiveWebEnv) -> list[tuple]:
+    """:func:`_compare` over one instance of every template (the seed-0 draw), half of them in a second process
+    with its own env."""
+    return in_two(_compare, _one_per_template(0), env)
+
+
 @pytest.mark.slow
-def test_fast_paths_observe_and_score_like_playwright_on_every_template(env: LiveWebEnv) -> None:
-    tids = _one_per_template(1)  # other instances than the expert test's (seed 0)
-    runs = in_two(_compare, tids, env)  # half of the templates in a second process, with its own env
-    assert [tid for tid, *_ in runs] == tids
-    failures = [f for *_, f in runs if f is not None]
-    assert not failures, failures  # the expert still solves every template
+def test_expert_solves_a_seeded_instance_of_every_template(expert_episodes: list[tuple]) -> None:
+    """The expert (both fast paths on, as by default) solves one seeded instance of every template."""
+    failures = [failure for *_, failure, _ in expert_episodes if failure is not None]
+    assert len(expert_episodes) == len(_one_per_template(0)) and not failures, failures
+
+
+@pytest.mark.slow
+def test_fast_paths_observe_and_score_like_playwright_on_every_template(expert_episodes: list[tuple]) -> None:
+    tids = _one_per_template(0)
+    assert [tid for tid, *_ in expert_episodes] == tids
+    # the fast click alone, and Playwright's own click and snapshot, saw and scored every step as the fast paths did
+    mismatches = [m for *_, found in expert_episodes for m in found]
+    assert not mismatches, mismatches
     # every observation of these episodes (reset's included) came from the fast path
-    assert [(tid, made) for tid, made, n, _, _ in runs if made != n] == []
-    assert sum(clicks for *_, clicks, _ in runs) >= 40  # the comparison exercised the fast click
+    assert [(tid, made) for tid, made, n, *_ in expert_episodes if made != n] == []
+    assert (
+        sum(clicks for *_, clicks, _, _ in expert_episodes) >= 40
+    )  # the comparison exercised the fast click
 
 
 def _links(html_links: list[str], base: str) -> list[str]:
