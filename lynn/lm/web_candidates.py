@@ -724,23 +724,27 @@ class RankedChooser:
         parts: tuple[list[float], list[float] | None] | None = None
         key, lam, lam_b = "", self.fmt.memory_weight, self.fmt.memory_weight
         if mixed:
-            from lynn.lm.web_memory import answer_addresses, mix, mix_parts, reply_forms
+            from lynn.lm.web_memory import answer_addresses, element_paths, mix, mix_parts, reply_forms
 
             key, counts = self.memory.lookup_key(self.goal, replies, str(obs.get("url", "")))
             where = answer_addresses(page, self.goal)
+            paths = element_paths(page)
             slots = web_slots(self.goal)  # the memory's own delexicalisation, whatever the LM reads
 
-            def forms_of(r: str) -> list[str]:
-                return reply_forms(r, mask_slots(r, slots), self.memory.constants, where, self.goal)
+            def forms_of(r: str, a: str) -> list[str]:
+                path = paths.get(action_ref(a) or "")
+                return reply_forms(
+                    r, mask_slots(r, slots), self.memory.constants, where, self.goal, path=path
+                )
 
-            forms = [forms_of(r) for r, _ in cands]
+            forms = [forms_of(r, a) for r, a in cands]
             # What the memory recalls for this state may sit beyond the ranker's top k (the "top" sort link, the
             # 10th month of a report): those of the whole page's candidates join, the LM scoring them unseen.
             held = {f for fs in forms for f in fs}
             if any(counts.get(f, 0) > 0 for f in counts if f not in held):
                 have = {r for r, _ in cands}
                 for r, a in candidates(obs, page, self.fmt, page):
-                    fs = forms_of(r) if r not in have else []
+                    fs = forms_of(r, a) if r not in have else []
                     if any(counts.get(f, 0) > 0 and f not in held for f in fs):
                         cands.append((r, a))
                         forms.append(fs)

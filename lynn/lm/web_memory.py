@@ -33,7 +33,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from lynn.lm.web_candidates import goal_dates, mask_slots, span_derivations, web_slots
-from lynn.lm.web_ranker import Element, children_of, count_readings, parse_page, subtree
+from lynn.lm.web_ranker import Element, action_ref, children_of, count_readings, parse_page, subtree
 
 MEMORY_FILE = "lynn_memory.json.gz"
 
@@ -52,7 +52,7 @@ def template_of(goal: str, slots: dict[str, str]) -> str:
 
 _QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
 _SLOT_NAME = re.compile(r"^[LN]\d+$")
-_DERIVED = re.compile(r"^@m\d+_(?:first|last)$")  # a date the goal implies (goal_dates)
+_DERIVED = re.compile(r"^@(?:m\d+_(?:first|last)|w\d+|in:[LN]\d+)$")  # goal_dates, goal_word
 
 
 def generalise(reply: str, constants: set[str] | frozenset[str]) -> str:
@@ -168,10 +168,14 @@ def reply_forms(
     addresses: dict[str, list[str]],
     goal: str,
     text_first: bool = False,
+    path: str | None = None,
 ) -> list[str]:
     """What the memory stores and matches for a reply: an answer as the addresses of its (first) part on the page
-    (``answer @Price/after``, :func:`answer_addresses`), anything else :func:`generalise`-d, a date the goal
-    implies as its name (``fill textbox "From date" = "@m0_first"``, :func:`goal_dates`).
+    (``answer @Price/after``, :func:`answer_addresses`); anything else :func:`generalise`-d, with a date the goal
+    implies as its name (``fill textbox "From date" = "@m0_first"``, :func:`goal_dates`) and an option or link
+    the goal names without quoting as where the goal says it (``select combobox "Status" = "@w2"``,
+    :func:`goal_word`); a click on an element named by no such word also by the element's place on the page
+    (``click @main.0/table.0/rowgroup.1/row.0/cell.1/link.0``, ``path``: the first search result).
 
     ``text_first`` (what the memory stores): an answer the page writes somewhere is stored by where it is written,
     not as a count of rows that happens to equal it ("24 products" on a page that lists 20); a candidate is
@@ -184,20 +188,30 @@ def reply_forms(
             return ["answer @" + a for a in (written if text_first and written else found)]
     for name, value in goal_dates(goal).items():
         shown = shown.replace(f'"{value}"', f'"{name}"')
-    return [generalise(shown, constants)]
+    if shown.startswith(("select ", "click ")):
+
+        def by_goal(m: re.Match[str]) -> str:
+            v = m.group(1)
+            if v in constants or _SLOT_NAME.match(v) or _DERIVED.match(v):
+                return m.group(0)
+            return f'"{goal_word(v, goal) or v}"'
+
+        shown = _QUOTED.sub(by_goal, shown)
+    form = generalise(shown, constants)
+    if path and form.startswith("click ") and form.endswith('"*"'):
+        return [form, "click @" + path]
+    return [form]
 
 
-def path_addresses(page: Sequence[Element]) -> dict[str, str]:
-    """Where each answer span of ``page`` sits in the page's structure, outside the banner: the path of roles
-    from the top, each with its rank among its siblings of that role, then the field and the derivation
-    (``main.0/table.0/rowgroup.1/row.2/cell.1:name/all``: the second cell of the third body row). The first
-    place of a span wins. The parts of a multi-part answer are located by these paths (:func:`answer_pattern`)."""
-    kids = children_of(page)
-    path: dict[int, str] = {}
-    for children in kids.values():
+def element_paths(page: Sequence[Element]) -> dict[str, str]:
+    """Each unit's place in the page's structure by its ref: the path of roles from the top, each with its rank
+    among its siblings of that role (``main.0/table.0/rowgroup.1/row.2/cell.1``: the second cell of the third
+    body row)."""
+    rank: dict[int, str] = {}
+    for children in children_of(page).values():
         seen: Counter[str] = Counter()
         for c in children:
-            path[c.index] = f"{c.role}.{seen[c.role]}"
+            rank[c.index] = f"{c.role}.{seen[c.role]}"
             seen[c.role] += 1
     full: dict[int, str] = {}
     out: dict[str, str] = {}
@@ -205,14 +219,49 @@ def path_addresses(page: Sequence[Element]) -> dict[str, str]:
     for e in page:
         while stack and stack[-1].depth >= e.depth:
             stack.pop()
-        full[e.index] = (full[stack[-1].index] + "/" if stack else "") + path[e.index]
+        full[e.index] = (full[stack[-1].index] + "/" if stack else "") + rank[e.index]
+        out[e.ref] = full[e.index]
         stack.append(e)
+    return out
+
+
+def path_addresses(page: Sequence[Element]) -> dict[str, str]:
+    """Where each answer span of ``page`` sits in the page's structure (:func:`element_paths`), outside the
+    banner, with the field and the derivation (``main.0/table.0/rowgroup.1/row.2/cell.1:name/all``). The first
+    place of a span wins. The parts of a multi-part answer are located by these paths (:func:`answer_pattern`)."""
+    paths = element_paths(page)
+    out: dict[str, str] = {}
+    for e in page:
         if e.in_banner or e.role == "banner":
             continue
         for field_name, t in _fields(e):
             for how, sp in span_derivations(t):
-                out.setdefault(sp, f"{full[e.index]}:{field_name}/{how}")
+                out.setdefault(sp, f"{paths[e.ref]}:{field_name}/{how}")
     return out
+
+
+def _norm_words(text: str) -> list[str]:
+    return [w[:-1] if len(w) > 3 and w.endswith("s") else w for w in re.findall(r"[a-z0-9]+", text.lower())]
+
+
+def goal_word(value: str, goal: str) -> str | None:
+    """Where the goal says ``value`` without quoting it (``processing`` of "Show the processing orders",
+    ``4 stars`` of "a 4-star review", ``cycling`` of the slot ``f/cycling``), in words that hold across
+    instances: ``@w2`` (from the 3rd word of the goal with its slots masked) or ``@in:L1`` (inside slot L1);
+    None where it does not."""
+    v = _norm_words(value)
+    if not v:
+        return None
+    slots = web_slots(goal)
+    g = _norm_words(mask_slots(goal, slots))
+    for i in range(len(g) - len(v) + 1):
+        if g[i : i + len(v)] == v:
+            return f"@w{i}"
+    for name, lit in slots.items():
+        w = _norm_words(lit)
+        if any(w[i : i + len(v)] == v for i in range(len(w) - len(v) + 1)):
+            return f"@in:{name}"
+    return None
 
 
 def _unify(a: str, b: str) -> str | None:
@@ -365,7 +414,9 @@ class ActionMemory:
             shown = mask_slots(st["reply"], web_slots(st["goal"]))
             page = parse_page(str(st["axtree"]))
             where = answer_addresses(page, st["goal"])
-            forms = reply_forms(st["reply"], shown, mem.constants, where, st["goal"], text_first=True)
+            ref = action_ref(str(st.get("action", "")))
+            path = element_paths(page).get(ref) if ref else None
+            forms = reply_forms(st["reply"], shown, mem.constants, where, st["goal"], True, path)
             if forms[0].startswith("answer @"):
                 pattern = answer_pattern(st["reply"][len('answer "') : -1], path_addresses(page))
                 if pattern is not None:

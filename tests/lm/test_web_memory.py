@@ -18,6 +18,7 @@ from lynn.lm.web_memory import (
     best_pattern,
     extend_answer,
     generalise,
+    goal_word,
     mix,
     path_addresses,
     reply_forms,
@@ -266,3 +267,24 @@ def test_a_count_no_text_shows_is_answered_with_the_list_it_counts(tiny_lm: Path
     # Without the memory the count is still a candidate (the LM may pick it), though no text shows "5".
     cands = [r for r, _ in candidates(new, parse_page(new["axtree"]), fmt)]
     assert 'answer "5"' in cands
+
+
+def test_options_the_goal_names_unquoted_are_stored_by_where_the_goal_says_them() -> None:
+    a, b = "Show the processing orders sorted by total.", "Show the delivered orders sorted by total."
+    assert goal_word("processing", a) == goal_word("delivered", b) == "@w2"
+    assert goal_word("pending", a) is None
+    assert (
+        goal_word("4 stars", "Write a 4-star review titled “Not for me” for the Dunmore Ultra Novel.")
+        == "@w2"
+    )
+    c = "Create a post in f/cycling titled “First time here” saying “Any advice is welcome.”."
+    d = "Create a post in f/diy titled “Help” saying “Thanks.”."
+    assert goal_word("cycling", c) == goal_word("diy", d) is not None
+    shown = 'select combobox "Status" = "processing"'
+    assert reply_forms(shown, shown, frozenset({"Status"}), {}, a) == ['select combobox "Status" = "@w2"']
+    # A link named by nothing in the goal is also stored by its place (the first search result).
+    click = 'click link "Dunmore Rugged Monitor Stand"'
+    assert reply_forms(click, click, frozenset(), {}, a, path="main.0/list.0/listitem.0/link.0") == [
+        'click link "*"',
+        "click @main.0/list.0/listitem.0/link.0",
+    ]
