@@ -273,10 +273,8 @@ def test_options_the_goal_names_unquoted_are_stored_by_where_the_goal_says_them(
     a, b = "Show the processing orders sorted by total.", "Show the delivered orders sorted by total."
     assert goal_word("processing", a) == goal_word("delivered", b) == "@w2"
     assert goal_word("pending", a) is None
-    assert (
-        goal_word("4 stars", "Write a 4-star review titled “Not for me” for the Dunmore Ultra Novel.")
-        == "@w2"
-    )
+    review = "Write a {}-star review titled “Not for me” for the Dunmore Ultra Novel."
+    assert goal_word("4 stars", review.format(4)) == goal_word("2 stars", review.format(2)) is not None
     c = "Create a post in f/cycling titled “First time here” saying “Any advice is welcome.”."
     d = "Create a post in f/diy titled “Help” saying “Thanks.”."
     assert goal_word("cycling", c) == goal_word("diy", d) is not None
