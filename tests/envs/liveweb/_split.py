@@ -2,7 +2,8 @@
 own env (site server + Chromium). One episode leaves the cores idle part of the time (Python, the driver,
 the browser and the renderer wait on each other), so two at a time finish sooner on 2 cores: measured on
 this machine beside other jobs, the expert loop 90 s -> 60 s and the fast-click lockstep loop 322 s -> 270 s
-(same code, LYNN_TEST_PROCESSES=1 against 2, back to back). The test still asserts over every instance's
+(same code, LYNN_TEST_PROCESSES=1 against 2, back to back); not under ``make test``, whose workers already
+fill the cores (see :func:`processes`). The test still asserts over every instance's
 result, in the parent; only where the episodes run changes.
 
 ``LYNN_TEST_PROCESSES=1`` runs the loop serially in the test's own process (to debug one instance).
@@ -20,11 +21,16 @@ T = TypeVar("T")
 
 
 def processes() -> int:
-    """How many processes share a loop: 2 on a machine with 2 or more cores, else 1."""
+    """How many processes share a loop: 2 on a machine with 2 or more cores, else 1; and 1 under pytest-xdist
+    with as many workers as cores (``make test``), where the other workers keep the cores busy already and a
+    second process would only add its own start (an interpreter, a site server, a browser: ~3 CPU-s a test)."""
     wanted = os.environ.get("LYNN_TEST_PROCESSES")
     if wanted:
         return max(1, int(wanted))
-    return 2 if (os.cpu_count() or 1) >= 2 else 1
+    cores = os.cpu_count() or 1
+    if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) >= cores:
+        return 1
+    return 2 if cores >= 2 else 1
 
 
 def in_two(work: Callable[[Any, list[T]], list[Any]], items: Sequence[T], here: Any) -> list[Any]:
