@@ -286,3 +286,24 @@ def test_options_the_goal_names_unquoted_are_stored_by_where_the_goal_says_them(
         'click link "*"',
         "click @main.0/list.0/listitem.0/link.0",
     ]
+
+
+def test_the_memory_recalls_candidates_beyond_the_rankers_top_k(tiny_lm: Path) -> None:
+    """With 3 units shown, several expert replies (the "top" sort link, a reading further down the page) are
+    no candidate of the shown units; the memory's stored form brings the page's candidates of that form in, and
+    the chooser takes them."""
+    from lynn.lm.backends import TransformersGenerator
+    from lynn.lm.web_candidates import top_units
+
+    gen = TransformersGenerator(str(tiny_lm), threads=1)
+    fmt = dataclasses.replace(learn_format(TRAIN, k=3), slots=True, memory_weight=1.0)
+    chooser = RankedChooser(gen.model, gen.tokenizer, fmt, memory=ActionMemory.build(TRAIN, min_episodes=1))
+    hidden = [
+        s
+        for s in TRAIN
+        if s["reply"]
+        and s["reply"]
+        not in {r for r, _ in candidates(s["obs"], top_units(s["obs"], s["replies"], fmt), fmt)}
+    ]
+    assert len(hidden) >= 3
+    assert sum(chooser.choose(s["obs"], s["replies"])[0] == s["reply"] for s in hidden) >= len(hidden) - 1
