@@ -13,7 +13,8 @@ from tests._shared import built_once
 EVM_TASKS = ["bnb_transfer_basic", "wbnb_deposit", "query_gas_price"]
 
 #: What a local LM rollout worker imports. A fork server that imported them once saves each worker ~5 CPU-s
-#: of imports over spawn; like spawn, a worker forks no thread of the test process.
+#: of imports over spawn; like spawn, a worker forks no thread of the test process. The last one deploys the
+#: EVMQuest genesis in the server, which each worker's chain then copies (~1.7 CPU-s a worker; tests/_evm_genesis.py).
 LM_WORKER_MODULES = [
     "torch",
     "transformers",
@@ -22,6 +23,7 @@ LM_WORKER_MODULES = [
     "lynn.agents.llm.policy",
     "lynn.envs.evmquest.evmquest_env",
     "lynn.envs.evmquest.world",
+    "tests._evm_genesis",
 ]
 
 
