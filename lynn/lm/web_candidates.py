@@ -122,7 +122,7 @@ def goal_literals(goal: str) -> list[str]:
 OPTIONS_CHARS = 120
 
 
-def web_slots(goal: str) -> dict[str, str]:
+def web_slots(goal: str, min_chars: int = 2) -> dict[str, str]:
     """Slot name -> literal for the goal's literals (:func:`goal_literals`), named in the order they occur in
     the goal (the longer first where two start together), numbers ``N1, N2, …`` apart from the rest ``L1, L2,
     …``, so a template's product is the same slot in every instance. Left out: the goal's first word (``What``, ``Show``, the ``Add`` of ``Add 2``: the
@@ -135,11 +135,13 @@ def web_slots(goal: str) -> dict[str, str]:
     for lit in [*goal_literals(goal), *forums]:
         if goal.startswith(lit) and lit.startswith(first):  # "Add 2" of "Add 2 of the …": the verb goes
             lit = lit[len(first) :].strip()
-        if len(lit) < 2 or any(lit == x[2] for x in lits):
+        if len(lit) < min_chars or any(lit == x[2] for x in lits):
             continue
         if lit not in quoted and any(lit in qt for qt in quoted):  # "Solid" of “Solid choice”
             continue
-        at = goal.find(lit)
+        # Where the literal stands whole (the "10" of "10 units", not the one inside "HO-1046").
+        whole = re.search(rf"(?<![\w.$,-]){re.escape(lit)}(?![\w]|[.,/-]\w)", goal)
+        at = whole.start() if whole else goal.find(lit)
         lits.append((at if at >= 0 else len(goal), -len(lit), lit))
     out: dict[str, str] = {}
     counts = {"L": 0, "N": 0}
@@ -724,12 +726,19 @@ class RankedChooser:
         parts: tuple[list[float], list[float] | None] | None = None
         key, lam, lam_b = "", self.fmt.memory_weight, self.fmt.memory_weight
         if mixed:
-            from lynn.lm.web_memory import answer_addresses, element_paths, mix, mix_parts, reply_forms
+            from lynn.lm.web_memory import (
+                answer_addresses,
+                element_paths,
+                memory_slots,
+                mix,
+                mix_parts,
+                reply_forms,
+            )
 
             key, counts = self.memory.lookup_key(self.goal, replies, str(obs.get("url", "")))
             where = answer_addresses(page, self.goal)
             paths = element_paths(page)
-            slots = web_slots(self.goal)  # the memory's own delexicalisation, whatever the LM reads
+            slots = memory_slots(self.goal)  # the memory's own delexicalisation, whatever the LM reads
 
             def forms_of(r: str, a: str) -> list[str]:
                 path = paths.get(action_ref(a) or "")

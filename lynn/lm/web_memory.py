@@ -38,6 +38,14 @@ from lynn.lm.web_ranker import Element, action_ref, children_of, count_readings,
 MEMORY_FILE = "lynn_memory.json.gz"
 
 
+def memory_slots(goal: str) -> dict[str, str]:
+    """The memory's delexicalisation: :func:`lynn.lm.web_candidates.web_slots` with one-character literals too
+    (the ``9`` of "order #9", the ``1`` of "with 1 units"), so that their replies are stored as the other
+    instances' are (``goto /orders/N1``). The LM's prompt keeps them as written (masking a ``1`` there would
+    rename every ``1`` on the page); the memory only masks replies."""
+    return web_slots(goal, min_chars=1)
+
+
 def path_pattern(url: str, slots: dict[str, str]) -> str:
     """The page's path with the goal's literals masked and other digits as ``#`` (``/product/#``)."""
     p = mask_slots(urlparse(url).path, slots)
@@ -102,7 +110,7 @@ ITEMS = ("row", "listitem", "article")
 def goal_keys(goal: str) -> dict[str, str]:
     """The goal's values an answer can be located by, value -> name: its slots (:func:`web_slots`: ``L1``,
     ``N1``) and its other bare numbers by order (``#0``, ``#1``: the ``1`` of "number 1 on the list")."""
-    slots = web_slots(goal)
+    slots = memory_slots(goal)
     out = {v: k for k, v in slots.items()}
     for j, m in enumerate(re.finditer(r"(?<![\w.$-])\d+(?![\w.-]\w)", goal)):
         out.setdefault(m.group(0), f"#{j}")
@@ -178,8 +186,8 @@ def reply_forms(
     (``click @main.0/table.0/rowgroup.1/row.0/cell.1/link.0``, ``path``: the first search result).
 
     ``text_first`` (what the memory stores): an answer the page writes somewhere is stored by where it is written,
-    not as a count of rows that happens to equal it ("24 products" on a page that lists 20); a candidate is
-    matched by all its addresses."""
+    not as a count of rows that happens to equal it ("24 products" on a page that lists 20), and an unnamed click
+    by its place only; a candidate is matched by all its forms."""
     if raw.startswith('answer "') and raw.endswith('"') and raw != 'answer "done"':
         first = re.split(r"; |, ", raw[len('answer "') : -1])[0]
         if first in addresses:
@@ -199,7 +207,8 @@ def reply_forms(
         shown = _QUOTED.sub(by_goal, shown)
     form = generalise(shown, constants)
     if path and form.startswith("click ") and form.endswith('"*"'):
-        return [form, "click @" + path]
+        # Stored by its place alone: a link "*" share would go to whichever link the LM likes (a banner link).
+        return ["click @" + path] if text_first else [form, "click @" + path]
     return [form]
 
 
@@ -252,7 +261,7 @@ def goal_word(value: str, goal: str) -> str | None:
     v = _norm_words(value)
     if not v:
         return None
-    slots = web_slots(goal)
+    slots = memory_slots(goal)
     g = _norm_words(mask_slots(goal, slots))
     for i in range(len(g) - len(v) + 1):
         if g[i : i + len(v)] == v:
@@ -365,12 +374,12 @@ class ActionMemory:
         self.answers: dict[str, Counter[str]] = {k: Counter(v) for k, v in (answers or {}).items()}
 
     def answer_key(self, goal: str, first_address: str) -> str:
-        return template_of(goal, web_slots(goal)) + "\t" + first_address
+        return template_of(goal, memory_slots(goal)) + "\t" + first_address
 
     def keys(self, goal: str, replies: Sequence[str], url: str) -> list[str]:
         """The keys of a state, most specific first: template + history, template + last reply + page,
         template + page (history replies generalised)."""
-        slots = web_slots(goal)
+        slots = memory_slots(goal)
         g = template_of(goal, slots)
         hist = [generalise(mask_slots(r, slots), self.constants) for r in replies]
         page = path_pattern(url, slots)
@@ -398,7 +407,7 @@ class ActionMemory:
         episodes: dict[str, set[tuple[Any, Any]]] = {}
         uses: dict[tuple[str, str], set[tuple[Any, Any]]] = {}
         for st in steps:
-            slots = web_slots(st["goal"])
+            slots = memory_slots(st["goal"])
             t = template_of(st["goal"], slots)
             ep = (st["task_id"], st["seed"])
             episodes.setdefault(t, set()).add(ep)
@@ -411,7 +420,7 @@ class ActionMemory:
         }
         mem = cls(constants=constants)
         for st in steps:
-            shown = mask_slots(st["reply"], web_slots(st["goal"]))
+            shown = mask_slots(st["reply"], memory_slots(st["goal"]))
             page = parse_page(str(st["axtree"]))
             where = answer_addresses(page, st["goal"])
             ref = action_ref(str(st.get("action", "")))
@@ -536,7 +545,7 @@ class MemoryWeights:
         self.template = {k: float(v) for k, v in (template or {}).items()}
 
     def logit(self, goal: str, key: str) -> float:
-        t = template_of(goal, web_slots(goal))
+        t = template_of(goal, memory_slots(goal))
         return self.bias + self.level.get(key.split("\t")[0], 0.0) + self.template.get(t, 0.0)
 
     def weight(self, goal: str, key: str) -> float:

@@ -307,3 +307,17 @@ def test_the_memory_recalls_candidates_beyond_the_rankers_top_k(tiny_lm: Path) -
     ]
     assert len(hidden) >= 3
     assert sum(chooser.choose(s["obs"], s["replies"])[0] == s["reply"] for s in hidden) >= len(hidden) - 1
+
+
+def test_the_memory_names_one_character_literals_and_orders_slots_by_whole_literals() -> None:
+    """ "order #9" and "order #80" are one template: the memory stores ``goto /orders/N1`` for both (the LM's
+    prompt keeps a lone 9 as written). A literal is placed where it stands whole: the 10 of "10 units" comes after
+    the price, not at the "10" inside the SKU "HO-1046"."""
+    from lynn.lm.web_memory import memory_slots
+
+    assert memory_slots("How many different products are in order #9, and which are they?") == {"N1": "9"}
+    assert web_slots("How many different products are in order #9, and which are they?") == {}
+    goal = "Set the product HO-1046 to $90.99 with 10 units in stock."
+    assert web_slots(goal) == {"L1": "HO-1046", "N1": "$90.99", "N2": "90.99", "N3": "10"}
+    one = "Set the product EL-1014 to $132.99 with 1 units in stock."
+    assert memory_slots(one) == {"L1": "EL-1014", "N1": "$132.99", "N2": "132.99", "N3": "1"}
