@@ -234,18 +234,22 @@ def element_paths(page: Sequence[Element]) -> dict[str, str]:
     return out
 
 
-def path_addresses(page: Sequence[Element]) -> dict[str, str]:
+def path_addresses(page: Sequence[Element]) -> dict[str, list[str]]:
     """Where each answer span of ``page`` sits in the page's structure (:func:`element_paths`), outside the
-    banner, with the field and the derivation (``main.0/table.0/rowgroup.1/row.2/cell.1:name/all``). The first
-    place of a span wins. The parts of a multi-part answer are located by these paths (:func:`answer_pattern`)."""
+    banner, with the field and the derivation (``main.0/table.0/rowgroup.1/row.2/cell.1:name/all``), every
+    place of it in page order (``wei37`` is the post's author and the comment's). The parts of a multi-part
+    answer are located by these paths (:func:`answer_pattern`)."""
     paths = element_paths(page)
-    out: dict[str, str] = {}
+    out: dict[str, list[str]] = {}
     for e in page:
         if e.in_banner or e.role == "banner":
             continue
         for field_name, t in _fields(e):
             for how, sp in span_derivations(t):
-                out.setdefault(sp, f"{paths[e.ref]}:{field_name}/{how}")
+                got = out.setdefault(sp, [])
+                where = f"{paths[e.ref]}:{field_name}/{how}"
+                if where not in got:
+                    got.append(where)
     return out
 
 
@@ -293,31 +297,37 @@ def _matches(pattern: str, address: str) -> bool:
     return re.fullmatch(re.escape(pattern).replace(r"\*", r"\d+"), address) is not None
 
 
-def answer_pattern(text: str, paths: dict[str, str]) -> str | None:
+def answer_pattern(text: str, paths: dict[str, list[str]]) -> str | None:
     """How a multi-part answer goes on after its first part, in page paths (:func:`path_addresses`) that hold
     across instances, one entry per run of parts of one list: ``"3; Ana Lee, Bo Wu, Cy Ode"`` ->
     ``"; main.0/article.*:name/by+, "`` (``*``, ``+`` and the separator: every span at that path of the page, in
-    page order); ``"shipped; $31.64"`` -> ``"; main.0/paragraph.3:value/after"``; ``""`` for a one-part answer;
-    None when a part is nowhere on the page."""
+    page order); ``"shipped; $31.64"`` -> ``"; main.0/paragraph.3:value/after"`` (a part found at several places
+    lists them all, ``|``-separated, for :func:`best_pattern` to choose); ``""`` for a one-part answer; None when
+    a part is nowhere on the page."""
     pieces = re.split(r"(; |, )", text)
     parts, seps = pieces[0::2], pieces[1::2]
     if any(p not in paths for p in parts[1:]):
         return None
-    runs: list[list[str]] = []  # [sep, path, separator inside the run or ""]
+    runs: list[list[Any]] = []  # [sep, places (one wildcard path once a run), separator inside the run or ""]
     for sep, part in zip(seps, parts[1:], strict=True):
-        where = paths[part]
+        found = paths[part]
         if runs and runs[-1][2] in ("", sep):
-            joined = _unify(runs[-1][1], where) if "*" not in runs[-1][1] else runs[-1][1]
-            if joined is not None and _matches(joined, where):
-                runs[-1][1], runs[-1][2] = joined, sep
+            last = runs[-1]
+            if "*" in last[1][0]:
+                joined = last[1][0] if any(_matches(last[1][0], w) for w in found) else None
+            else:
+                joined = next((j for a in last[1] for b in found if (j := _unify(a, b))), None)
+            if joined is not None:
+                last[1], last[2] = [joined], sep
                 continue
-        runs.append([sep, where, ""])
-    return "\t".join(sep + where + (f"+{inner}" if inner else "") for sep, where, inner in runs)
+        runs.append([sep, list(found), ""])
+    return "\t".join(sep + "|".join(where) + (f"+{inner}" if inner else "") for sep, where, inner in runs)
 
 
 def best_pattern(patterns: Counter[str]) -> str:
     """The most common stored pattern, a one-span entry read as a run where another answer of the template
-    listed spans at its path (an instance with one review teaches no list; one with three does)."""
+    listed spans at its path (an instance with one review teaches no list; one with three does), and a part
+    found at several places read at the one such a run holds, else at its first."""
     lists: dict[str, str] = {}
     for pat in patterns:
         for e in pat.split("\t"):
@@ -329,13 +339,17 @@ def best_pattern(patterns: Counter[str]) -> str:
         entries = []
         for e in filter(None, pat.split("\t")):
             sep, where = e[:2], e[2:]
-            run = next((w for w in lists if "+" not in where and _matches(w, where)), None)
-            entries.append(f"{sep}{run}+{lists[run]}" if run else e)
+            if "+" in where:
+                entries.append(e)
+                continue
+            places = where.split("|")
+            run = next((w for w in lists for p in places if _matches(w, p)), None)
+            entries.append(f"{sep}{run}+{lists[run]}" if run else sep + places[0])
         merged["\t".join(entries)] += n
     return merged.most_common(1)[0][0]
 
 
-def extend_answer(first: str, pattern: str, paths: dict[str, str]) -> str | None:
+def extend_answer(first: str, pattern: str, paths: dict[str, list[str]]) -> str | None:
     """The answer that :func:`answer_pattern` ``pattern`` makes of ``first`` on a page (its spans and their
     paths, :func:`path_addresses`, in page order), or None when the page lacks a part the pattern needs."""
     text, used = first, {first}
@@ -344,7 +358,16 @@ def extend_answer(first: str, pattern: str, paths: dict[str, str]) -> str | None
         m = re.match(r"^(.+?)\+(; |, )$", want)
         if m:
             want, inner = m.group(1), m.group(2)
-        spans = [sp for sp, a in paths.items() if _matches(want, a) and sp not in used]
+        want = want.split("|")[0]
+        # Spans at the wanted path in page order: the matches differ only at the wildcard's rank.
+        pat = re.compile(re.escape(want).replace(r"\*", r"(\d+)"))
+        hits = []
+        for sp, places in paths.items():
+            for a in places:
+                m2 = pat.fullmatch(a)
+                if m2 and sp not in used:
+                    hits.append((int(m2.group(1)) if m2.groups() else 0, sp))
+        spans = list(dict.fromkeys(sp for _, sp in sorted(hits)))
         if not spans:
             return None
         take = spans if inner else spans[:1]

@@ -321,3 +321,27 @@ def test_the_memory_names_one_character_literals_and_orders_slots_by_whole_liter
     assert web_slots(goal) == {"L1": "HO-1046", "N1": "$90.99", "N2": "90.99", "N3": "10"}
     one = "Set the product EL-1014 to $132.99 with 1 units in stock."
     assert memory_slots(one) == {"L1": "EL-1014", "N1": "$132.99", "N2": "132.99", "N3": "1"}
+
+
+def test_a_part_found_at_several_places_is_read_where_the_list_is() -> None:
+    """ "1; wei37": wei37 wrote the post and its one comment. The comment list of another instance makes the
+    part a run of comment authors, so a new one-comment page answers with its comment's author, not the post's."""
+    lines = [
+        "[e0] main:",
+        '  [e1] article "Post":',
+        "    [e2] paragraph:",
+        '      [e3] link "wei37"',
+    ]
+
+    def page(authors: list[str]) -> dict:
+        rows = list(lines)
+        for i, a in enumerate(authors):
+            rows.append(f'  [c{i}] article "Comment by {a}":')
+        return path_addresses(parse_page("\n".join(rows)))
+
+    one = answer_pattern("1; wei37", page(["wei37"]))
+    two = answer_pattern("2; ana, bo", page(["ana", "bo"]))
+    assert "|" in one  # both places kept
+    best = best_pattern(Counter({one: 3, two: 1}))
+    assert extend_answer("1", best, page(["cy"])) == "1; cy"
+    assert extend_answer("3", best, page(["cy", "wei37", "di"])) == "3; cy, wei37, di"
