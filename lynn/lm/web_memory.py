@@ -86,12 +86,11 @@ def _base(e: Element, n: int, field_name: str, text: str) -> str:
     return lab.group(1) if lab else f"{e.role}#{n}.{field_name}"
 
 
-def span_addresses(page: Sequence[Element]) -> dict[str, str]:
-    """Where each answer span of ``page`` (:func:`lynn.lm.web_candidates.span_derivations`) sits, in
-    words that hold across instances: ``Price/after`` (the value of a ``Price: …`` reading), ``Rating/m1`` (its
-    second number), ``link#14/name`` (the 15th link's name: the first product of a sorted list),
-    ``article#2/by`` (the third review's author). The first address of a span wins."""
-    out: dict[str, str] = {}
+def _span_places(page: Sequence[Element]) -> Iterable[tuple[str, str]]:
+    """Each answer span of ``page`` (:func:`lynn.lm.web_candidates.span_derivations`) with where it sits, in
+    words that hold across instances, in page order: ``Price/after`` (the value of a ``Price: …`` reading),
+    ``Rating/m1`` (its second number), ``link#14.name/all`` (the 15th link's name: the first product of a sorted
+    list), ``article#2.name/by`` (the third review's author)."""
     seen: Counter[str] = Counter()
     for e in page:
         n = seen[e.role]
@@ -99,8 +98,7 @@ def span_addresses(page: Sequence[Element]) -> dict[str, str]:
         for field_name, t in _fields(e):
             base = _base(e, n, field_name, t)
             for how, sp in span_derivations(t):
-                out.setdefault(sp, f"{base}/{how}")
-    return out
+                yield sp, f"{base}/{how}"
 
 
 #: Item roles whose position in their list, or whose row neighbours, an answer can be addressed by.
@@ -119,8 +117,8 @@ def goal_keys(goal: str) -> dict[str, str]:
 
 def answer_addresses(page: Sequence[Element], goal: str) -> dict[str, list[str]]:
     """Every address of every answer the chooser can form on ``page`` (the spans' and the counts'), for the
-    memory to store and match an answer by. Besides each span's place on the page (:func:`span_addresses`,
-    here every one, not only the first) an answer is addressed by what locates it in any instance:
+    memory to store and match an answer by. Besides each span's places on the page (:func:`_span_places`) an
+    answer is addressed by what locates it in any instance:
 
     - ``count:table#0>row*`` — a count of the page's structure (:func:`lynn.lm.web_ranker.count_readings`);
     - ``rank:#0>listitem/0.value/head`` — in the item (row, list item, article) whose position in its list
@@ -135,14 +133,8 @@ def answer_addresses(page: Sequence[Element], goal: str) -> dict[str, list[str]]
         if address not in got:
             got.append(address)
 
-    seen: Counter[str] = Counter()
-    for e in page:
-        n = seen[e.role]
-        seen[e.role] += 1
-        for field_name, t in _fields(e):
-            base = _base(e, n, field_name, t)
-            for how, sp in span_derivations(t):
-                add(sp, f"{base}/{how}")
+    for sp, where in _span_places(page):
+        add(sp, where)
     for value, addresses in count_readings(page).items():
         for a in addresses:
             add(value, a)

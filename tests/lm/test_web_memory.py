@@ -22,7 +22,6 @@ from lynn.lm.web_memory import (
     mix,
     path_addresses,
     reply_forms,
-    span_addresses,
     template_of,
 )
 from lynn.lm.web_ranker import parse_page
@@ -53,7 +52,7 @@ def test_instances_of_a_template_share_their_template_and_generalised_replies() 
     assert generalise('answer "done"', constants) == 'answer "done"'
 
 
-def test_span_addresses_name_where_an_answer_sits() -> None:
+def test_answer_addresses_name_where_an_answer_sits() -> None:
     page = _page(
         'heading "Halcyon Smart Notebook"',
         "paragraph: Price: $11.64",
@@ -61,7 +60,9 @@ def test_span_addresses_name_where_an_answer_sits() -> None:
         'article "Review by Ana Lee"',
         'article "Review by Bo Wu"',
     )
-    where = span_addresses(page)
+    where = {
+        span: places[0] for span, places in answer_addresses(page, "").items()
+    }  # the first place of each
     assert where["$11.64"] == "Price/after"
     assert where["3"] == "Rating/m1"
     assert where["Ana Lee"] == "article#0.name/by" and where["Bo Wu"] == "article#1.name/by"
