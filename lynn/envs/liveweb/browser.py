@@ -200,7 +200,10 @@ _CLICK_POINT = """(e) => {
   const link = e.closest('a[href]'), control = e.closest('button, input'), form = control && control.form;
   const navigates = link ? !link.target && !/^(#|javascript:)/i.test(link.getAttribute('href'))
     : !!form && /^(submit|image)$/.test(control.type) && !form.target;
-  return [x, y, navigates];
+  // Whether it opens a file chooser (a file input, or a label of one): Chromium reports the chooser after the click
+  // returns, so the click waits for it (else the agent's note about it would come one step late).
+  const label = e.closest('label'), file = e.closest('input[type=file]') || (label && label.control);
+  return [x, y, navigates, !!file && file.type === 'file'];
 }"""
 
 
@@ -1248,7 +1251,15 @@ class BrowserSession:
         if not isinstance(point, list):
             return str(point)
         watch.arm()
-        page.mouse.click(float(point[0]), float(point[1]))
+        if len(point) > 3 and point[3]:
+            try:  # the chooser event reaches _on_file_chooser inside this wait
+                with page.expect_file_chooser(timeout=min(self.action_timeout_ms, 2000)):
+                    page.mouse.click(float(point[0]), float(point[1]))
+            except Exception as exc:  # noqa: BLE001  (no chooser came: a click that opened none)
+                if "imeout" not in str(exc):
+                    raise
+        else:
+            page.mouse.click(float(point[0]), float(point[1]))
         self._settle_caused(page, watch, navigates=len(point) > 2 and bool(point[2]))
         return None
 
