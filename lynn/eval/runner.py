@@ -182,7 +182,9 @@ def plan(cfg: EvalConfig) -> list[EpisodeSpec]:
     if cfg.tasks is None and cfg.split is None:
         n = 10 if cfg.episodes is None else cfg.episodes
         return [EpisodeSpec(i, cfg.seed + i) for i in range(n)]
-    known = list_tasks(cfg.env_id, cfg.split, **cfg.env_kwargs)
+    # --split names the list; an env that also takes a ``split`` kwarg (which recorded starts it resets to)
+    # may be given it by --env-arg too, so it is not passed twice.
+    known = list_tasks(cfg.env_id, cfg.split, **{k: v for k, v in cfg.env_kwargs.items() if k != "split"})
     by_id = {t["task_id"]: t for t in known}
     if cfg.tasks is not None:
         missing = [t for t in cfg.tasks if t not in by_id]

@@ -208,6 +208,13 @@ def test_plan_by_split_and_default_count() -> None:
     assert plan(EvalConfig(env_id=PROBE_ID, episodes=2)) == [EpisodeSpec(0, 0), EpisodeSpec(1, 1)]
 
 
+def test_plan_with_split_also_given_to_the_env() -> None:
+    # WebWorldModel-v0 takes split= (which recorded starts it resets to): `--split train --env-arg
+    # split='"train"'` lists the train tasks instead of failing on a split given twice.
+    c = EvalConfig(env_id=PROBE_ID, split="train", env_kwargs={"split": "train"})
+    assert [s.task_id for s in plan(c)] == ["t-a", "t-b"]
+
+
 def test_plan_errors() -> None:
     with pytest.raises(EvalError, match="unknown task ids for .*: nope"):
         plan(EvalConfig(env_id=PROBE_ID, tasks=["t-a", "nope"]))

@@ -35,8 +35,9 @@ HELDOUT_TEMPLATES = (
 
 
 def template_of(task_id: str) -> str:
-    """``shop.product_price.3`` -> ``shop.product_price``."""
-    head, _, tail = task_id.rpartition(".")
+    """``shop.product_price.3`` -> ``shop.product_price``; a salted draw's id too (``shop.product_price.3@val1``:
+    ``lynn.envs.liveweb.tasks.generate`` ends salted ids in ``@salt``)."""
+    head, _, tail = task_id.split("@", 1)[0].rpartition(".")
     return head if tail.isdigit() else task_id
 
 

@@ -160,3 +160,16 @@ def test_a_model_with_features_no_longer_computed_warns(tmp_path) -> None:
     RewardModel(["bias", "info*steps"], [0.0, 1.0], [0.0, 0.0], [1.0, 1.0]).save(tmp_path / "reward.json")
     with pytest.warns(UserWarning, match="steps.*lynn train reward-model"):
         RewardModel.load(tmp_path)
+
+
+def test_a_salted_instance_is_scored_as_its_template() -> None:
+    # Salted draws (`generate --salt val1`) end their ids in "@salt": the reward model must still find the
+    # template's kind and answer shapes, or a modify task would be judged as an info task.
+    assert template_of("shop.product_price.3@val1") == "shop.product_price"
+    assert template_of("admin.set_price.12@fresh-20261203") == "admin.set_price"
+    assert template_of("shop.product_price.3") == "shop.product_price"
+    # A model that only says "modify tasks succeed": the salted instance gets its template's kind.
+    model = RewardModel(["modify*bias"], [5.0], [0.0], [1.0], {"admin.set_price": "modify"})
+    final = {"url": "http://x/", "title": "", "axtree": ""}
+    salted = model.score("admin.set_price.0@val1", "Set the price", [], final, None)
+    assert salted == model.score("admin.set_price.0", "Set the price", [], final, None) > 0.99
