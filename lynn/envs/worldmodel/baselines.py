@@ -302,7 +302,8 @@ def edit_transfer(obs: dict[str, Any], row: dict[str, Any]) -> str | None:
 
 
 _QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"')
-_FIELD_VALUE = re.compile(r'^\s*\[[^\]]+\] (textbox|searchbox|spinbutton) "([^"]*)": (.+)$')
+# A field's value, after its state flags if any (the focused field: `textbox "Search products" [active]: lamp`).
+_FIELD_VALUE = re.compile(r'^\s*\[[^\]]+\] (textbox|searchbox|spinbutton) "([^"]*)"(?: \[[^\]]*\])*: (.+)$')
 _GOAL_VALUE = re.compile(r"“([^”]+)”|\"([^\"]+)\"|'([^']{2,})'|(\$?\d+(?:[.,]\d+)+|\$\d+)")
 _CONTAINERS = ("row", "listitem", "article")
 _ANY_FIELD = re.compile(r'^\s*\[[^\]]+\] (textbox|searchbox|spinbutton|combobox) "([^"]*)"[^:]*:?(?: (.+))?$')
@@ -496,10 +497,17 @@ def next_frame(frame: str) -> str:
 
 
 class PageMemory:
-    """Pages seen in training keyed by URL (relative to the site's origin, id prefix removed)."""
+    """Pages seen in training keyed by URL (relative to the site's origin, id prefix removed).
+
+    A URL can have been seen in several states (a wishlist before and after a removal, a cart): every
+    distinct version is kept, and :meth:`get` with a goal returns the one that shows most of the goal's
+    words (ties: the last seen, which is what :meth:`get` without a goal returns)."""
 
     def __init__(self, transitions: Iterable[dict[str, Any]] = ()) -> None:
         self.pages: dict[str, tuple[str, str]] = {}
+        self.versions: dict[str, list[tuple[str, str]]] = {}
+        #: URL of the page whose level-1 heading is a name (a product's, a post's, a user's): first seen.
+        self.by_heading: dict[str, str] = {}
         for r in transitions:
             # Pages as they look on arrival (the next page of a navigation), not after the agent typed.
             if r["obs"].get("url") != r["next_obs"].get("url") or page_frame(
@@ -510,11 +518,28 @@ class PageMemory:
     def add(self, obs: dict[str, Any]) -> None:
         url = relative_url(str(obs.get("url", "")), str(obs.get("url", "")))
         ax = str(obs.get("axtree", ""))
-        self.pages[url] = (str(obs.get("title", "")), strip_frame(ax, page_frame(ax)))
+        page = (str(obs.get("title", "")), strip_frame(ax, page_frame(ax)))
+        self.pages[url] = page
+        seen = self.versions.setdefault(url, [])
+        if page in seen:
+            seen.remove(page)
+        seen.append(page)
+        name = heading_of(page[1])
+        if name:
+            self.by_heading.setdefault(name, url)
 
-    def get(self, url: str) -> tuple[str, str] | None:
-        """(title, frame-free axtree) of the page at ``url`` (relative), or None."""
-        return self.pages.get(url)
+    def get(self, url: str, goal: str = "") -> tuple[str, str] | None:
+        """(title, frame-free axtree) of the page at ``url`` (relative), or None; with ``goal``, the
+        remembered version of that page that shows most of the goal's words."""
+        seen = self.versions.get(url)
+        if not goal or not seen or len(seen) == 1:
+            return self.pages.get(url)
+        words = {w for w in re.findall(r"[a-z0-9]+", goal.lower()) if len(w) > 3}
+        if not words:
+            return self.pages.get(url)
+        scores = [len(words & set(re.findall(r"[a-z0-9]+", ax.lower()))) for _, ax in seen]
+        best = max(range(len(seen)), key=lambda i: (scores[i], i))
+        return seen[best]
 
     def __len__(self) -> int:
         return len(self.pages)
@@ -578,17 +603,61 @@ class MemoryModel:
         for goal, obs, action in batch:
             nn_text = self.nn.transferred(goal, obs, action, self.nn.neighbour(goal, obs, action)).to_text()
             url = predicted_url(obs, action)
-            page = self.memory.get(url) if url else None
+            name = (action or "").split("(", 1)[0].strip()
+            bid = action_target(action)
+            target = element_block(str(obs.get("axtree", "")), bid)[0] if bid else ""
+            if url and name == "click":
+                url, page = self._followed(goal, obs, url, target)
+            else:
+                page = self.memory.get(url, goal) if url else None
             cur = relative_url(str(obs.get("url", "")), str(obs.get("url", "")))
             if url and url != cur and page is not None:
-                name = (action or "").split("(", 1)[0].strip()
-                bid = action_target(action)
-                target = element_block(str(obs.get("axtree", "")), bid)[0] if bid else ""
                 summary = f"{name} {target}".strip() + f' -> opened {url} "{page[0]}"'
                 out.append(PageMemory.delta_to(obs, action, url, page, summary, None).to_text())
             else:
                 out.append(nn_text)
         return out
+
+    def _followed(
+        self, goal: str, obs: dict[str, Any], url: str, target: str
+    ) -> tuple[str, tuple[str, str] | None]:
+        """The page a clicked link leads to. The link's URL may be a neighbour's, carried into an imagined page
+        with the neighbour's names swapped for this step's (a search result, a list): so a link whose name
+        titles a remembered page leads there (that page is known) when it was seen signed in as this page is
+        (the same banner: an author's post page has an Edit link another user's has not), and otherwise a
+        remembered page titled with another name shows the link's name instead (the neighbour's page
+        transferred, as the Δ's names are)."""
+        link = _QUOTED.search(target)
+        name = link.group(1) if link else ""
+        page = self.memory.get(url, goal)
+        if not name or page is None or name in page[1]:
+            return url, page
+        known = self.memory.by_heading.get(name)
+        if known is not None:
+            mine = banner_of(str(obs.get("axtree", "")))
+            same = [v for v in self.memory.versions.get(known, []) if banner_of(v[1]) == mine]
+            if same:
+                return known, same[-1]
+        other = heading_of(page[1])
+        if not other or other == name or len(other) < 3:
+            return url, page
+        return url, (page[0].replace(other, name), page[1].replace(other, name))
+
+
+def banner_of(axtree: str) -> list[str]:
+    """The page's lines before its main content, without element ids (who is signed in, the cart's count)."""
+    out = []
+    for line in axtree.split("\n"):
+        if line.lstrip().startswith("[") and line.rstrip().endswith(" main:"):
+            break
+        out.append(_no_ids(line))
+    return out
+
+
+def heading_of(axtree: str) -> str:
+    """The text of a page's first level-1 heading (a product's, a post's, a user's name), or ``""``."""
+    m = re.search(r'heading "((?:[^"\\]|\\.)*)" \[level=1\]', axtree)
+    return m.group(1) if m else ""
 
 
 def predicted_url(obs: dict[str, Any], action: str) -> str:
