@@ -136,8 +136,29 @@ _PAGE_STRING = re.compile(r'"([^"\\]{1,40})"')
 
 
 def answer_shape(answer: str) -> str:
-    """``$11.64`` -> ``$9.9``, ``Pedro Fischer`` -> ``a a``: the form of an answer, not its value."""
-    return re.sub(r"[^\W\d_]+", "a", re.sub(r"\d+", "9", answer.strip()))
+    """``$11.64`` -> ``$9.9``, ``Pedro Fischer`` -> ``a``: the form of an answer, not its value. A run of
+    words is one ``a`` (names differ in length), and a list part (``118, 4``) is the set of its items'
+    forms: ``2; 118, 4`` and ``5; 151, 84, 32`` are both ``9; 9`` (lists differ in length)."""
+
+    def one(item: str) -> str:
+        return re.sub(r"a(?: a)+", "a", re.sub(r"[^\W\d_]+", "a", re.sub(r"\d+", "9", item.strip())))
+
+    return "; ".join(
+        ", ".join(sorted({one(x) for x in part.split(", ")})) for part in answer.strip().split("; ")
+    )
+
+
+def answer_items(answer: str) -> tuple[list[str], int | None]:
+    """A multi-part answer's values (``"2; Blue Kettle, Red Mug"``: parts split at ``; ``, list items at
+    ``, ``) and its leading number when it has one (``2``, a count of the list or a value of its own:
+    ``5; 2023-04-03``); a one-part answer is its own only value."""
+    ans = answer.strip()
+    if "; " not in ans:
+        return ([ans] if ans else []), None
+    parts = [p.strip() for p in ans.split("; ") if p.strip()]
+    count = int(parts[0]) if parts and parts[0].isdigit() and len(parts) > 1 else None
+    rest = parts[1:] if count is not None else parts
+    return [x.strip() for p in rest for x in p.split(", ") if x.strip()], count
 
 
 def task_kinds() -> dict[str, str]:
@@ -381,10 +402,21 @@ def features(
         if bid and a.lstrip().startswith("click"):
             line, _ = element_block(str(o.get("axtree", "")), bid)
             submits += bool(_SUBMIT.search(line)) and line.startswith("button")
+    # A multi-part answer ("2; Blue Kettle, Red Mug") is judged by its values: each on the page, etc.
+    items, count = answer_items(ans)
+
+    def each(check: Any) -> bool:
+        # A leading count needs no place on the page when it counts the answer's own list ("2; A, B").
+        return (
+            bool(items)
+            and all(check(x) for x in items)
+            and (count is None or count == len(items) or check(str(count)))
+        )
+
     base = {
         "bias": 1.0,
         "has_answer": float(bool(ans)),
-        "answer_in_page": float(bool(ans) and ans.lower() in low),
+        "answer_in_page": float(each(lambda x: x.lower() in low)),
         "answer_token_frac": (sum(w in page_words for w in aw) / len(aw)) if aw else 0.0,
         "goal_values_in_page": (sum(v in low for v in values) / len(values)) if values else 0.0,
         "goal_words_in_title": (sum(w in title_w for w in gw) / len(gw)) if gw else 0.0,
@@ -393,17 +425,19 @@ def features(
         "infeasible": float(infeasible),
         # Where the answer stands: goal words beside it on its line ("Price: $11.64" for a price question),
         # and how much of it the goal already says (a random agent echoes the goal's product name).
-        "answer_line_goal_words": _line_goal_words(page, ans, gw),
+        "answer_line_goal_words": max((_line_goal_words(page, x, gw) for x in items), default=0.0),
         "answer_in_goal": (sum(w in set(_words(goal)) for w in aw) / len(aw)) if aw else 0.0,
         "answer_shape_seen": float(bool(ans) and (shapes is None or answer_shape(ans) in shapes)),
         # Does the answer have the form the question asks for (a price for "what is the price", a count
         # for "how many", ...)? Read off the goal's wording, so it holds on templates never seen.
         "answer_type_known": float(bool(ans) and bool(want)),
-        "answer_type_fits": float(bool(ans) and answer_type(ans) in want),
+        "answer_type_fits": float(
+            bool(ans) and (answer_type(ans) in want or any(answer_type(x) in want for x in items))
+        ),
         # The answer as a whole value of the page ("3" in `cell "3"`, not in "$3,603.28"), and whether
         # it stands only in controls' names (a button's label: what a random agent reads out).
-        "answer_value_on_page": float(bool(ans) and _value_on_page(page, ans)),
-        "answer_on_control": float(bool(ans) and _only_on_controls(page, ans)),
+        "answer_value_on_page": float(each(lambda x: _value_on_page(page, x))),
+        "answer_on_control": float(each(lambda x: _only_on_controls(page, x))),
         # Navigation: the goal's quoted values and numbers in the final title or (decoded) URL.
         "goal_values_in_title_url": (sum(v in title_url for v in values) / len(values)) if values else 0.0,
         # A confirmation in the URL (a flash message after a form post: ``?msg=Vote+recorded``).
@@ -417,7 +451,17 @@ def features(
         else 0.0,
     }
     base.update(trajectory_features(goal, steps, final, ans))
-    base.update(answer_context_features(goal, page, ans))
+    if count is not None:
+        # The count of a "N; item, item" answer agrees with its own list, or counts a group on the page.
+        base["answer_counts_items"] = float(
+            count == len(items) or base["answer_counts_items"] or count in _sibling_counts(page)
+        )
+    parts = [answer_context_features(goal, page, x) for x in items] if len(items) > 1 else []
+    base.update(
+        {k: max(p[k] for p in parts) for k in parts[0]}
+        if parts
+        else answer_context_features(goal, page, items[0] if items else ans)
+    )
     out = dict(base)
     for k in KINDS:
         on = float(kind == k)

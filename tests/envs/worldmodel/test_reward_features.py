@@ -173,3 +173,28 @@ def test_a_salted_instance_is_scored_as_its_template() -> None:
     final = {"url": "http://x/", "title": "", "axtree": ""}
     salted = model.score("admin.set_price.0@val1", "Set the price", [], final, None)
     assert salted == model.score("admin.set_price.0", "Set the price", [], final, None) > 0.99
+
+
+def test_multi_part_answers_are_judged_by_their_values() -> None:
+    from lynn.envs.worldmodel.reward_model import answer_items, answer_shape
+
+    page = (
+        '[e1] main:\n  [e2] paragraph: "Karma: 5"\n  [e3] paragraph: "Joined: 2023-04-03"\n'
+        "  [e4] list:\n    [e5] listitem: Blue Kettle\n    [e6] listitem: Red Mug"
+    )
+    final = {"url": "http://x/user/a", "title": "a", "axtree": page}
+    karma = "What is the karma of the forum user a, and when did they join?"
+    right = features(karma, "info", [], final, "5; 2023-04-03")
+    wrong = features(karma, "info", [], final, "9; 2023-04-03")  # the first part is nowhere on the page
+    assert right["answer_in_page"] == right["answer_value_on_page"] == 1.0
+    assert wrong["answer_in_page"] == wrong["answer_value_on_page"] == 0.0
+    wish = "How many products are on my wishlist, and which are they?"
+    listed = features(wish, "info", [], final, "2; Blue Kettle, Red Mug")  # "2" counts its own list
+    assert listed["answer_in_page"] == listed["answer_counts_items"] == 1.0
+    assert features(wish, "info", [], final, "2; Blue Kettle, Green Cup")["answer_in_page"] == 0.0
+    # Lists of any length and names of any number of words have one shape.
+    assert answer_shape("2; 118, 4") == answer_shape("5; 151, 84, 32, 23, 14") == "9; 9"
+    assert answer_shape("Pedro Fischer") == answer_shape("Ana Lopez Garcia") == "a"
+    assert answer_shape("$11.64") == "$9.9"
+    assert answer_items("2; Blue Kettle, Red Mug") == (["Blue Kettle", "Red Mug"], 2)
+    assert answer_items("$3,603.28") == (["$3,603.28"], None)

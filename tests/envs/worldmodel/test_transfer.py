@@ -204,3 +204,83 @@ def test_a_filter_forms_query_takes_this_pages_path_and_field_values() -> None:
     (text,) = NearestNeighbourModel([nb]).predict([(cur["goal"], cur["obs"], cur["action"])])
     pred = apply_delta_text(cur["obs"], text, cur["action"])[0]
     assert pred["url"] == cur["next_obs"]["url"]
+
+
+def _home(frame: str, typed: str, banner: str = "Sign in") -> str:
+    box = (
+        f'    [{frame}e3] textbox "Search products" [active]: {typed}'
+        if typed
+        else f'    [{frame}e3] textbox "Search products"'
+    )
+    return "\n".join(
+        [
+            f"[{frame}e1] generic [active]:",
+            f"  [{frame}e2] banner:",
+            box,
+            f'    [{frame}e4] button "Go"',
+            f'    [{frame}e5] link "{banner}":',
+            f"      /url: /{banner.lower().replace(' ', '')}",
+            f"  [{frame}e6] main:",
+            f'    [{frame}e7] heading "Welcome" [level=1]',
+        ]
+    )
+
+
+def test_a_search_from_a_focused_box_shows_this_steps_query() -> None:
+    # The box the agent typed into is focused: its value follows "[active]", and must still be carried.
+    def go(name: str, pid: int, price: str) -> dict:
+        return {
+            "goal": f"What is the price of the {name} in the shop?",
+            "obs": obs("/", "Home", _home("", name)),
+            "action": "click('e4')",
+            "next_obs": obs(
+                f"/search?q={pid}", f"Search results for “{name}”", search_page("f1", name, pid, price)
+            ),
+        }
+
+    nb, cur = go("Cobalt Eco Mouse", 24, "$134.96"), go("Borealis Eco Litter Box", 203, "$44.34")
+    (text,) = NearestNeighbourModel([nb]).predict([(cur["goal"], cur["obs"], cur["action"])])
+    pred = apply_delta_text(cur["obs"], text, cur["action"])[0]
+    assert "Borealis Eco Litter Box" in pred["axtree"] and "Cobalt" not in pred["axtree"]
+    assert pred["title"] == "Search results for “Borealis Eco Litter Box”"
+
+
+def test_a_followed_link_leads_to_the_page_its_name_titles_or_carries_its_name() -> None:
+    from lynn.envs.worldmodel.baselines import MemoryModel
+
+    seen = click_result("Cobalt Eco Mouse", 24, "$134.96")
+    known = click_result("Halcyon Smart Notebook", 147, "$11.64")
+    memory = MemoryModel([seen, known])
+    # An imagined result page: this step's name on the neighbour's link (/product/24).
+    cur = obs("/search?q=x", "Search", search_page("f1", "Halcyon Smart Notebook", 24, "$11.64"))
+    (text,) = memory.predict([("What is the price of the Halcyon Smart Notebook?", cur, "click('f1e7')")])
+    pred = apply_delta_text(cur, text, "click('f1e7')")[0]
+    assert pred["url"] == ORIGIN + "/product/147"  # the page its name titles, with that page's price
+    assert pred["axtree"] == known["next_obs"]["axtree"]
+    # A name no remembered page has: the neighbour's page, showing the link's name.
+    cur = obs("/search?q=x", "Search", search_page("f1", "Granite Mini Kite", 24, "$134.96"))
+    (text,) = memory.predict([("What is the price of the Granite Mini Kite?", cur, "click('f1e7')")])
+    pred = apply_delta_text(cur, text, "click('f1e7')")[0]
+    assert pred["url"] == ORIGIN + "/product/24"
+    assert 'heading "Granite Mini Kite"' in pred["axtree"] and "Cobalt" not in pred["axtree"]
+    assert pred["title"] == "Granite Mini Kite · Lynn Shop"
+
+
+def test_page_memory_keeps_every_version_and_the_goal_picks_one() -> None:
+    from lynn.envs.worldmodel.baselines import PageMemory
+
+    def wishlist(items: list[str]) -> str:
+        body = [f'    [e{4 + i}] link "{x}":' for i, x in enumerate(items)] or ["    [e4] paragraph: empty"]
+        return "\n".join(["[e1] generic:", "  [e2] main:", '    [e3] heading "My wishlist" [level=1]', *body])
+
+    def arrive(items: list[str]) -> dict:
+        return {
+            "obs": obs("/", "Home", _home("", "")),
+            "action": "click('e5')",
+            "next_obs": obs("/wishlist", "Wishlist", wishlist(items)),
+        }
+
+    memory = PageMemory([arrive(["Red Mug", "Blue Kettle"]), arrive([])])
+    assert "empty" in memory.get("/wishlist")[1]  # no goal: the last seen, as before
+    assert "Blue Kettle" in memory.get("/wishlist", "Remove the Blue Kettle from my wishlist.")[1]
+    assert len(memory.versions["/wishlist"]) == 2
