@@ -1,6 +1,10 @@
 # Lynn Gym — two commands: `make run` and `make test`. Both bootstrap everything they need.
 SHELL := /bin/bash
 .SHELLFLAGS := -eo pipefail -c
+# Python writes .pyc files (this machine sets PYTHONDONTWRITEBYTECODE=1): the venv is installed without bytecode
+# (see $(STAMP)), and the package's and tests' modules are compiled once, not in every process that imports them.
+# Outside make on such a machine, unset it once too, or every new interpreter compiles what it imports.
+unexport PYTHONDONTWRITEBYTECODE
 # pip warns about every missing local index folder on this machine; hide that noise only.
 QUIET := 2>&1 | { grep -v '^WARNING: Location' || true; }
 PY ?= python3
@@ -13,13 +17,13 @@ RESULTS ?= results
 .PHONY: run test bench lint venv system chromium node clean contracts mutate models
 
 # The venv: CPU torch first (an unpinned torch pulls a multi-GB CUDA build), then the package with every CPU extra.
-# uv installs the ~150 packages in parallel: ~1 min here against pip's ~3 min (the same versions). uv reads no
+# uv installs the ~150 packages in parallel: ~20 s here against pip's ~3 min (the same versions). uv reads no
 # pip.conf, so the CPU torch wheel is taken, alone, from pip's find-links folder; where uv or that wheel is
-# missing, pip does it all as before. --compile-bytecode as pip does: with PYTHONDONTWRITEBYTECODE set (as on
-# this machine) no .pyc is ever written later, and every process that imports transformers would compile it
-# again (16 s instead of 6).
-PIP := $(BIN)/pip install -q --disable-pip-version-check
-UV := $(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python
+# missing, pip does it all as before. No bytecode at install: compiling all 22,000 modules (torch, transformers,
+# ray, sympy, ...) took 75 of the install's 93 CPU-s; the first process that imports a module writes its .pyc
+# instead, so only what runs is compiled, once (the unexport at the top; concurrent writers are safe).
+PIP := $(BIN)/pip install -q --disable-pip-version-check --no-compile
+UV := $(BIN)/uv pip install -q --python $(BIN)/python
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	@wheels=$$($(BIN)/pip config get global.find-links 2>/dev/null || true); \
