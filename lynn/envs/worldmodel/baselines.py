@@ -506,6 +506,8 @@ class PageMemory:
     def __init__(self, transitions: Iterable[dict[str, Any]] = ()) -> None:
         self.pages: dict[str, tuple[str, str]] = {}
         self.versions: dict[str, list[tuple[str, str]]] = {}
+        #: (URL, page) -> the (last) training transition that arrived at that page.
+        self.arrivals: dict[tuple[str, tuple[str, str]], dict[str, Any]] = {}
         #: URL of the page whose level-1 heading is a name (a product's, a post's, a user's): first seen.
         self.by_heading: dict[str, str] = {}
         for r in transitions:
@@ -513,13 +515,16 @@ class PageMemory:
             if r["obs"].get("url") != r["next_obs"].get("url") or page_frame(
                 str(r["obs"].get("axtree", ""))
             ) != page_frame(str(r["next_obs"].get("axtree", ""))):
-                self.add(r["next_obs"])
+                self.add(r["next_obs"], r)
 
-    def add(self, obs: dict[str, Any]) -> None:
+    def add(self, obs: dict[str, Any], arrival: dict[str, Any] | None = None) -> None:
+        """Remember ``obs`` (a page on arrival); ``arrival`` is the transition that led there, if known."""
         url = relative_url(str(obs.get("url", "")), str(obs.get("url", "")))
         ax = str(obs.get("axtree", ""))
         page = (str(obs.get("title", "")), strip_frame(ax, page_frame(ax)))
         self.pages[url] = page
+        if arrival is not None:
+            self.arrivals[(url, page)] = arrival
         seen = self.versions.setdefault(url, [])
         if page in seen:
             seen.remove(page)
@@ -534,12 +539,14 @@ class PageMemory:
         seen = self.versions.get(url)
         if not goal or not seen or len(seen) == 1:
             return self.pages.get(url)
+        return self.choose(seen, goal)
+
+    @staticmethod
+    def choose(seen: Sequence[tuple[str, str]], goal: str) -> tuple[str, str]:
+        """The version (of ``seen``, oldest first) that shows most of the goal's words; ties: the last."""
         words = {w for w in re.findall(r"[a-z0-9]+", goal.lower()) if len(w) > 3}
-        if not words:
-            return self.pages.get(url)
         scores = [len(words & set(re.findall(r"[a-z0-9]+", ax.lower()))) for _, ax in seen]
-        best = max(range(len(seen)), key=lambda i: (scores[i], i))
-        return seen[best]
+        return seen[max(range(len(seen)), key=lambda i: (scores[i], i))]
 
     def __len__(self) -> int:
         return len(self.pages)
@@ -607,7 +614,7 @@ class MemoryModel:
             bid = action_target(action)
             target = element_block(str(obs.get("axtree", "")), bid)[0] if bid else ""
             if url and name == "click":
-                url, page = self._followed(goal, obs, url, target)
+                url, page = self._followed(goal, obs, action, url, target)
             else:
                 page = self.memory.get(url, goal) if url else None
             cur = relative_url(str(obs.get("url", "")), str(obs.get("url", "")))
@@ -619,29 +626,61 @@ class MemoryModel:
         return out
 
     def _followed(
-        self, goal: str, obs: dict[str, Any], url: str, target: str
+        self, goal: str, obs: dict[str, Any], action: str, url: str, target: str
     ) -> tuple[str, tuple[str, str] | None]:
         """The page a clicked link leads to. The link's URL may be a neighbour's, carried into an imagined page
         with the neighbour's names swapped for this step's (a search result, a list): so a link whose name
         titles a remembered page leads there (that page is known) when it was seen signed in as this page is
         (the same banner: an author's post page has an Edit link another user's has not), and otherwise a
         remembered page titled with another name shows the link's name instead (the neighbour's page
-        transferred, as the Δ's names are)."""
+        transferred, as the Δ's names are). A remembered page reached in training from another row (an Edit link's
+        product row, the link's URL a neighbour's): the strings of the row that led there in training
+        are swapped for this row's, as the nearest neighbour's Δ is transferred (the same row swaps nothing)."""
         link = _QUOTED.search(target)
         name = link.group(1) if link else ""
-        page = self.memory.get(url, goal)
-        if not name or page is None or name in page[1]:
+        # The versions of the page reached by clicking the same kind of element (an "Edit" link, not "Save").
+        alike = [v for v in self.memory.versions.get(url, []) if self._arrived_by(url, v) == target]
+        page = self.memory.choose(alike, goal) if alike else self.memory.get(url, goal)
+        if page is None:
             return url, page
-        known = self.memory.by_heading.get(name)
-        if known is not None:
-            mine = banner_of(str(obs.get("axtree", "")))
-            same = [v for v in self.memory.versions.get(known, []) if banner_of(v[1]) == mine]
-            if same:
-                return known, same[-1]
+        if name and name not in page[1]:
+            known = self.memory.by_heading.get(name)
+            if known is not None:
+                mine = banner_of(str(obs.get("axtree", "")))
+                same = [v for v in self.memory.versions.get(known, []) if banner_of(v[1]) == mine]
+                if same:
+                    return known, same[-1]
+        page = self._carried(goal, obs, action, url, page)
+        if not name or name in page[1]:
+            return url, page
         other = heading_of(page[1])
         if not other or other == name or len(other) < 3:
             return url, page
         return url, (page[0].replace(other, name), page[1].replace(other, name))
+
+    def _arrived_by(self, url: str, page: tuple[str, str]) -> str | None:
+        """The line (no id) of the element whose click arrived at this version of the page in training."""
+        arrival = self.memory.arrivals.get((url, page))
+        bid = action_target(arrival["action"]) if arrival else ""
+        return element_block(str(arrival["obs"].get("axtree", "")), bid)[0] if arrival and bid else None
+
+    def _carried(
+        self, goal: str, obs: dict[str, Any], action: str, url: str, page: tuple[str, str]
+    ) -> tuple[str, str]:
+        arrival = self.memory.arrivals.get((url, page))
+        bid = action_target(action)
+        if (
+            arrival is None
+            or not bid
+            or self._arrived_by(url, page) != element_block(str(obs.get("axtree", "")), bid)[0]
+        ):
+            return page  # rows are only comparable when the same kind of element was clicked
+        before = context_strings(arrival.get("goal", ""), arrival["obs"], arrival["action"])
+        # The same row (the same product) gives no pairs; only strings the page shows are swapped.
+        subs = [(a, b) for a, b in substitutions(before, context_strings(goal, obs, action)) if a in page[1]]
+        if not subs:
+            return page
+        return _substitute(page[0], subs), _substitute(page[1], subs)
 
 
 def banner_of(axtree: str) -> list[str]:

@@ -284,3 +284,57 @@ def test_page_memory_keeps_every_version_and_the_goal_picks_one() -> None:
     assert "empty" in memory.get("/wishlist")[1]  # no goal: the last seen, as before
     assert "Blue Kettle" in memory.get("/wishlist", "Remove the Blue Kettle from my wishlist.")[1]
     assert len(memory.versions["/wishlist"]) == 2
+
+
+def test_an_edit_link_of_another_row_shows_that_rows_strings_on_the_remembered_page() -> None:
+    from lynn.envs.worldmodel.baselines import MemoryModel
+
+    def grid(frame: str, sku: str, name: str, pid: int) -> str:
+        return "\n".join(
+            [
+                f"[{frame}e1] generic [active]:",
+                f"  [{frame}e2] main:",
+                f'    [{frame}e3] table "Products grid":',
+                f"      [{frame}e4] row:",
+                f'        [{frame}e5] cell "{sku}"',
+                f'        [{frame}e6] cell "{name}"',
+                f"        [{frame}e7] cell:",
+                f'          [{frame}e8] link "Edit":',
+                f"            /url: /products/{pid}/edit",
+            ]
+        )
+
+    def edit(frame: str, sku: str, name: str, saved: bool = False) -> str:
+        return "\n".join(
+            [f"[{frame}e1] generic [active]:", f"  [{frame}e2] main:"]
+            + ([f"    [{frame}e3] status: Product saved."] if saved else [])
+            + [
+                f'    [{frame}e4] heading "Edit product {sku}" [level=1]',
+                f'    [{frame}e5] textbox "Name": {name}',
+            ]
+            + [f'    [{frame}e6] button "Save product"']
+        )
+
+    opened = {
+        "goal": "Open the edit page of the product with SKU SP-1090.",
+        "obs": obs("/products?q=SP-1090", "Products", grid("f1", "SP-1090", "Jump Rope", 90)),
+        "action": "click('f1e8')",
+        "next_obs": obs("/products/90/edit", "Edit", edit("f2", "SP-1090", "Jump Rope")),
+    }
+    saved = {  # the same URL reached by a Save click: a later version, not comparable row by row
+        "goal": "Set the price of SP-1090 to 20.",
+        "obs": obs("/products/90/edit", "Edit", edit("f2", "SP-1090", "Jump Rope")),
+        "action": "click('f2e6')",
+        "next_obs": obs("/products/90/edit", "Edit", edit("f3", "SP-1090", "Jump Rope", saved=True)),
+    }
+    memory = MemoryModel([opened, saved])
+    # An imagined grid: this step's SKU and name on the row, the Edit link's URL still the neighbour's.
+    cur = obs("/products?q=BO-1056", "Products", grid("f1", "BO-1056", "Atlas", 90))
+    goal = "Open the edit page of the product with SKU BO-1056."
+    (text,) = memory.predict([(goal, cur, "click('f1e8')")])
+    pred = apply_delta_text(cur, text, "click('f1e8')")[0]
+    assert 'heading "Edit product BO-1056"' in pred["axtree"] and 'textbox "Name": Atlas' in pred["axtree"]
+    assert "saved" not in pred["axtree"] and 'button "Save product"' in pred["axtree"]
+    # The row the page was reached from in training: the page as remembered.
+    (text,) = memory.predict([(opened["goal"], opened["obs"], "click('f1e8')")])
+    assert apply_delta_text(opened["obs"], text, "click('f1e8')")[0]["axtree"] == opened["next_obs"]["axtree"]
