@@ -68,6 +68,8 @@ class LMPolicy(Agent):
             the policy keeps each row's own record (a step-0 observation starts a new one) and adds its last
             reply when the observation's ``last_result`` reports it mined or recorded. Default: as trained
             (``lynn train lm --history``).
+        memory_weight: LiveWeb ranked models with an action memory: λ of the mixture with the memory
+            (``0``: the LM alone, as DynaWeb's LM-alone proof starts from). Default: the model folder's.
     """
 
     name = "lm"
@@ -94,6 +96,7 @@ class LMPolicy(Agent):
         web_prompt: str | None = None,
         slots: bool | None = None,
         history: bool | None = None,
+        memory_weight: float | None = None,
     ) -> None:
         super().__init__(env)
         spec_id = env.spec.id if env is not None and env.spec is not None else None
@@ -144,6 +147,13 @@ class LMPolicy(Agent):
         self.context = context or self._context(model)
         self.chooser: Any = None
         self.web_prompt = self._web_prompt(web_prompt, model)
+        if memory_weight is not None:
+            if self.chooser is None:
+                raise ValueError(
+                    "memory_weight applies to LiveWeb ranked models (a folder with lynn_web.json)"
+                )
+            self.chooser.fmt.memory_weight = float(memory_weight)
+            self.chooser.weights = None  # one λ everywhere, not a learned λ per state
         self.slots = self._trained_with("slots", slots, model)
         self.history = self._trained_with("history", history, model)
         self.done_steps: list[list[str]] = []  # per row: summaries of the episode's successful steps

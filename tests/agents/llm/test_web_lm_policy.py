@@ -195,3 +195,39 @@ def test_a_dagger_round_labels_the_learners_own_states_on_train_instances(tiny: 
         for r in recs
         if r["step"] == 0 and any(x["episode"] == r["episode"] and x["step"] == 1 for x in recs)
     ]
+
+
+def test_memory_weight_zero_is_the_lm_alone(tiny: Path, tmp_path: Path) -> None:
+    """``memory_weight=0`` (DynaWeb's LM-alone start) decides as the same LM without an action memory."""
+    import shutil
+
+    from lynn.agents.llm import LMPolicy
+    from lynn.lm.web_candidates import reply_for
+    from lynn.lm.web_memory import MEMORY_FILE, ActionMemory
+
+    mixed = tmp_path / "mixed"
+    shutil.copytree(tiny, mixed)
+    train = [
+        {**s, "obs": _obs(s), "reply": reply_for(s["action"], _obs(s))}
+        for s in STEPS
+        if s["split"] == "train"
+    ]
+    ActionMemory.build(train, min_episodes=1).save(mixed / MEMORY_FILE)
+    fmt = json.loads((mixed / "lynn_web.json").read_text())
+    (mixed / "lynn_web.json").write_text(json.dumps({**fmt, "memory_weight": 0.9}))
+    default = LMPolicy(env_id="Lynn/LiveWeb-v0", model=str(mixed))
+    alone = LMPolicy(env_id="Lynn/LiveWeb-v0", model=str(mixed), memory_weight=0)
+    plain = LMPolicy(env_id="Lynn/LiveWeb-v0", model=str(tiny))
+    assert default.chooser.fmt.memory_weight == 0.9 and alone.chooser.fmt.memory_weight == 0.0
+    steps = [s for s in STEPS if s["split"] == "train"][:4]
+    acts = {name: [] for name in ("default", "alone", "plain")}
+    for s in steps:
+        for name, agent in (("default", default), ("alone", alone), ("plain", plain)):
+            agent.reset(seed=0)
+            acts[name].append(agent.act(_obs(s), {}))
+    assert acts["alone"] == acts["plain"]
+    assert (
+        acts["default"] != acts["plain"]
+    )  # the memory (0.9) recalls the expert's replies the tiny LM misses
+    with pytest.raises(ValueError, match="memory_weight"):
+        LMPolicy(env_id="Lynn/LiveWeb-v0", model=str(tiny), web_prompt="cut", memory_weight=0)
