@@ -145,9 +145,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     # by design; they are not leaks, so stop them before looking.
     multiprocessing.resource_tracker._resource_tracker._stop()
     multiprocessing.forkserver._forkserver._stop()
-    # LiveWeb sessions collected inside Playwright's loop finish their shutdown at the next safe moment.
+    # LiveWeb sessions collected inside Playwright's loop finish their shutdown at the next safe moment; the
+    # Playwright driver is kept between sessions until the exit (stopped here only if no session uses it).
     if "lynn.envs.liveweb.browser" in sys.modules:
         sys.modules["lynn.envs.liveweb.browser"].close_collected_sessions()
+        sys.modules["lynn.envs.liveweb.browser"].shutdown_driver()
     deadline = time.time() + 10
     left = _descendants(os.getpid())
     while left and time.time() < deadline:

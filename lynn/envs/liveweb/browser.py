@@ -452,32 +452,80 @@ class _State:
     pids: set[int] = field(default_factory=set)
 
 
-# Playwright's sync API allows one driver per thread, so the envs of a process share it (refcounted)
-# while each keeps its own browser.
-_DRIVER: dict[str, Any] = {"pw": None, "refs": 0}
+# Playwright's sync API allows one driver per thread, so the envs of a thread share it (refcounted) while each
+# keeps its own browser. The main thread's driver is kept when its last session closes, for the next session
+# of the process (a driver's start and stop cost ~0.5 CPU-s: the test suite made ~36); it is stopped by
+# shutdown_driver() and at exit. Another thread's driver stops with its last session (a thread's id is reused
+# after it ends, and its driver can only be called from it).
+_DRIVERS: dict[int, list[Any]] = {}  # thread id -> [driver, sessions using it, pid that started it]
 _DRIVER_LOCK = threading.Lock()
+_EXITING = False
 
 
 def _acquire_driver() -> Any:
     close_collected_sessions()
     with _DRIVER_LOCK:
-        if _DRIVER["pw"] is None:
+        me = threading.get_ident()
+        entry = _DRIVERS.get(me)
+        if entry is not None and entry[2] != os.getpid():  # inherited through a fork: the parent's pipe
+            entry = None
+        if entry is None:
             from playwright.sync_api import sync_playwright
 
-            _DRIVER["pw"] = sync_playwright().start()
-        _DRIVER["refs"] += 1
-        return _DRIVER["pw"]
+            entry = _DRIVERS[me] = [sync_playwright().start(), 0, os.getpid()]
+        entry[1] += 1
+        return entry[0]
 
 
-def _release_driver() -> None:
+def _stop_driver(pw: Any) -> None:
+    try:
+        pw.stop()
+    except Exception:  # noqa: BLE001  (the driver may already be gone)
+        pass
+
+
+def _release_driver(pw: Any) -> None:
     with _DRIVER_LOCK:
-        _DRIVER["refs"] -= 1
-        if _DRIVER["refs"] <= 0 and _DRIVER["pw"] is not None:
-            pw, _DRIVER["pw"], _DRIVER["refs"] = _DRIVER["pw"], None, 0
-            try:
-                pw.stop()
-            except Exception:  # noqa: BLE001  (the driver may already be gone)
-                pass
+        for ident, entry in list(_DRIVERS.items()):
+            if entry[0] is not pw:
+                continue
+            entry[1] -= 1
+            keep = ident == threading.main_thread().ident and not _EXITING
+            if entry[1] <= 0 and not keep:
+                del _DRIVERS[ident]
+                _stop_driver(pw)
+            return
+    # Not found: a driver inherited through a fork (the parent's: leave it) or already shut down.
+
+
+def shutdown_driver() -> bool:
+    """Stop this thread's Playwright driver if no browser session uses it (one is kept between sessions:
+    see ``_DRIVERS``). Runs by itself at exit; call it to end the driver's process sooner (a test suite's
+    leak check does). Returns whether one was stopped."""
+    close_collected_sessions()
+    with _DRIVER_LOCK:
+        me = threading.get_ident()
+        entry = _DRIVERS.get(me)
+        if entry is None or entry[1] > 0 or entry[2] != os.getpid():
+            return False
+        del _DRIVERS[me]
+    _stop_driver(entry[0])
+    return True
+
+
+def _forget_drivers() -> None:
+    _DRIVERS.clear()  # a forked child's copies talk over the parent's pipes: never use or stop them
+
+
+os.register_at_fork(after_in_child=_forget_drivers)
+
+
+def _at_exit() -> None:
+    global _EXITING
+    _EXITING = True  # sessions the exit closes after this stop their driver with the last one
+    close_collected_sessions()
+    if threading.current_thread() is threading.main_thread():
+        shutdown_driver()
 
 
 # Sessions collected where Playwright's sync API cannot be called (see _sync_calls_allowed): their browser
@@ -526,7 +574,7 @@ def close_collected_sessions() -> None:
             _shutdown(_DEFERRED.pop())
 
 
-atexit.register(close_collected_sessions)
+atexit.register(_at_exit)
 
 
 def _shutdown(state: _State) -> None:
@@ -544,8 +592,8 @@ def _shutdown(state: _State) -> None:
             pass
     state.context = state.browser = state.browser_cdp = None
     if state.pw is not None:
-        state.pw = None
-        _release_driver()
+        pw, state.pw = state.pw, None
+        _release_driver(pw)
     _kill_browser(state)
     if state.download_dir:
         shutil.rmtree(state.download_dir, ignore_errors=True)
