@@ -84,6 +84,9 @@ BASE_FEATURES = (
     "answer_counts_items",
     "answer_in_content",
     "answer_column_goal_word",
+    # Which fields the goal's values went into (a price typed into the Stock field is not the task).
+    "goal_values_in_named_fields",
+    "goal_values_in_other_fields",
 )
 #: Roles whose name is an input or a command, not content: an answer found only there is a UI string.
 _CONTROLS = frozenset(
@@ -337,7 +340,10 @@ def trajectory_features(
     - ``goal_link_pending``: the final page's content (not its banner or navigation) still holds a link
       named by the goal that points elsewhere;
     - ``answer_counts_items``: a count answer equals the size of a group of same-role siblings of the
-      final page (the rows or list items it counted).
+      final page (the rows or list items it counted);
+    - ``goal_values_in_named_fields`` / ``goal_values_in_other_fields``: share of the goal's values typed
+      into a field whose name has a goal word (``Price`` for "set the price … to $35.90") / into one whose
+      name has none.
     """
     acted = acted_steps(steps)
     page = str(final.get("axtree", ""))
@@ -354,6 +360,18 @@ def trajectory_features(
         _named_by(name, gw) and not chrome and _path(url) != fin_path
         for name, url, chrome in page_links(page)
     )
+    stems = {w.rstrip("s") for w in gw if len(w) > 2}
+    named, other = set(), set()
+    for o, a in acted:
+        typed_value, bid = action_value(a).lower(), action_target(a)
+        if not typed_value or not bid:
+            continue
+        field_line, _ = element_block(str(o.get("axtree", "")), bid)
+        label = _PAGE_STRING.search(field_line)
+        label_stems = {w.rstrip("s") for w in _words(label.group(1))} if label else set()
+        for v in values:
+            if v.lstrip("$") in typed_value:
+                (named if label_stems & stems else other).add(v)
     status = _status_lines(page)
     before = str(acted[-1][0].get("axtree", "")) if acted else ""
     ans = answer.strip()
@@ -369,6 +387,8 @@ def trajectory_features(
         "goal_link_followed": float(followed),
         "goal_link_pending": float(pending),
         "answer_counts_items": float(ans.isdigit() and int(ans) in _sibling_counts(page)),
+        "goal_values_in_named_fields": len(named) / len(values) if values else 0.0,
+        "goal_values_in_other_fields": len(other - named) / len(values) if values else 0.0,
     }
 
 

@@ -198,3 +198,18 @@ def test_multi_part_answers_are_judged_by_their_values() -> None:
     assert answer_shape("$11.64") == "$9.9"
     assert answer_items("2; Blue Kettle, Red Mug") == (["Blue Kettle", "Red Mug"], 2)
     assert answer_items("$3,603.28") == (["$3,603.28"], None)
+
+
+def test_the_field_a_goal_value_was_typed_into_is_a_feature() -> None:
+    page = '[e1] main:\n  [e2] textbox "Price": "73.34"\n  [e3] textbox "Stock": "104"\n  [e4] button "Save product"'
+    goal = "Set the price of the product to $35.90."
+    final = {"url": "http://x/products/9/edit", "title": "Edit", "axtree": page}
+
+    def typed_into(bid: str) -> dict[str, float]:
+        return trajectory_features(goal, [({"axtree": page}, f"fill('{bid}', '35.90')")], final, "done")
+
+    right, wrong = typed_into("e2"), typed_into("e3")  # Price is named by the goal, Stock is not
+    assert right["goal_values_in_named_fields"] == 1.0 and right["goal_values_in_other_fields"] == 0.0
+    assert wrong["goal_values_in_named_fields"] == 0.0 and wrong["goal_values_in_other_fields"] == 1.0
+    nothing = trajectory_features(goal, [], final, "done")
+    assert nothing["goal_values_in_named_fields"] == nothing["goal_values_in_other_fields"] == 0.0
