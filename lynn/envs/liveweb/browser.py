@@ -6,6 +6,7 @@ observations (accessibility tree with stable element ids) and safe action execut
 from __future__ import annotations
 
 import ast
+import asyncio
 import atexit
 import contextlib
 import functools
@@ -473,8 +474,25 @@ def _acquire_driver() -> Any:
             from playwright.sync_api import sync_playwright
 
             entry = _DRIVERS[me] = [sync_playwright().start(), 0, os.getpid()]
+        elif entry[1] == 0:
+            _unpark(entry[0])
         entry[1] += 1
         return entry[0]
+
+
+def _park(pw: Any) -> None:
+    """Leave this thread's asyncio state as a stopped driver leaves it. Between its sync calls Playwright marks
+    its event loop as this thread's running loop (so ``asyncio.run`` refuses to start); while no session uses
+    the kept driver, that mark is taken off, and :func:`_unpark` puts it back before the next call."""
+    loop = getattr(pw, "_loop", None)
+    if loop is not None and asyncio._get_running_loop() is loop:
+        asyncio._set_running_loop(None)
+
+
+def _unpark(pw: Any) -> None:
+    loop = getattr(pw, "_loop", None)
+    if loop is not None and asyncio._get_running_loop() is None:
+        asyncio._set_running_loop(loop)  # the driver's loop is suspended mid-run; its code expects the mark
 
 
 def _stop_driver(pw: Any) -> None:
@@ -494,6 +512,8 @@ def _release_driver(pw: Any) -> None:
             if entry[1] <= 0 and not keep:
                 del _DRIVERS[ident]
                 _stop_driver(pw)
+            elif entry[1] <= 0:
+                _park(pw)
             return
     # Not found: a driver inherited through a fork (the parent's: leave it) or already shut down.
 
@@ -509,6 +529,7 @@ def shutdown_driver() -> bool:
         if entry is None or entry[1] > 0 or entry[2] != os.getpid():
             return False
         del _DRIVERS[me]
+    _unpark(entry[0])
     _stop_driver(entry[0])
     return True
 

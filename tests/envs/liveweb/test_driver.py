@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -31,6 +32,10 @@ def _wait_gone(pids: list[int], timeout: float = 10.0) -> list[int]:
     return left
 
 
+async def _one() -> int:
+    return 1
+
+
 def _drivers() -> list[int]:
     return sorted(p for p in descendant_pids() if "run-driver" in cmdline(p))
 
@@ -43,6 +48,7 @@ def test_the_driver_is_kept_between_sessions_and_stopped_on_request() -> None:
     assert len(drivers) == 1
     browser_module._release_driver(pw)
     assert _drivers() == drivers, "the driver stopped with its last session"
+    assert asyncio.run(_one()) == 1  # as after a stopped driver: an idle one leaves asyncio to the user
 
     session = BrowserSession()  # the kept driver serves the next session
     session.new_context(set())
@@ -53,6 +59,7 @@ def test_the_driver_is_kept_between_sessions_and_stopped_on_request() -> None:
     chromium = session.browser_pids()
     session.close()
     assert not _wait_gone(chromium)
+    assert asyncio.run(_one()) == 1
 
     assert browser_module.shutdown_driver()
     assert not _wait_gone(drivers), "shutdown_driver() left the driver's process"
