@@ -233,7 +233,7 @@ def interleaved(cycles: int, resets: int) -> dict[str, Any]:
             raw.close()
         env.close()
         off_env.close()
-        _release_driver()
+        _release_driver(pw)
     return {
         "steps": steps,
         "resets": reset_t,
