@@ -508,6 +508,7 @@ class PageMemory:
         self.versions: dict[str, list[tuple[str, str]]] = {}
         #: (URL, page) -> the (last) training transition that arrived at that page.
         self.arrivals: dict[tuple[str, tuple[str, str]], dict[str, Any]] = {}
+        self._word_sets: dict[tuple[str, str], frozenset[str]] = {}
         #: URL of the page whose level-1 heading is a name (a product's, a post's, a user's): first seen.
         self.by_heading: dict[str, str] = {}
         for r in transitions:
@@ -541,12 +542,17 @@ class PageMemory:
             return self.pages.get(url)
         return self.choose(seen, goal)
 
-    @staticmethod
-    def choose(seen: Sequence[tuple[str, str]], goal: str) -> tuple[str, str]:
+    def choose(self, seen: Sequence[tuple[str, str]], goal: str) -> tuple[str, str]:
         """The version (of ``seen``, oldest first) that shows most of the goal's words; ties: the last."""
         words = {w for w in re.findall(r"[a-z0-9]+", goal.lower()) if len(w) > 3}
-        scores = [len(words & set(re.findall(r"[a-z0-9]+", ax.lower()))) for _, ax in seen]
+        scores = [len(words & self._words(page)) for page in seen]
         return seen[max(range(len(seen)), key=lambda i: (scores[i], i))]
+
+    def _words(self, page: tuple[str, str]) -> frozenset[str]:
+        # A page's words, read once: imagination asks for the same versions at every step.
+        if page not in self._word_sets:
+            self._word_sets[page] = frozenset(re.findall(r"[a-z0-9]+", page[1].lower()))
+        return self._word_sets[page]
 
     def __len__(self) -> int:
         return len(self.pages)
