@@ -7,29 +7,13 @@ import asyncio
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from lynn.envs.liveweb import browser as browser_module
 from lynn.envs.liveweb.browser import BrowserSession, cmdline, descendant_pids
+from tests.envs.liveweb._procs import wait_gone as _wait_gone
 
 ROOT = Path(__file__).resolve().parents[3]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
-def _wait_gone(pids: list[int], timeout: float = 10.0) -> list[int]:
-    deadline = time.time() + timeout
-    left = [p for p in pids if _alive(p)]
-    while left and time.time() < deadline:
-        time.sleep(0.1)
-        left = [p for p in left if _alive(p)]
-    return left
 
 
 async def _one() -> int:

@@ -16,23 +16,7 @@ import pytest
 from lynn.agents.web_expert import find_elements
 from lynn.envs.liveweb.liveweb_env import LiveWebEnv
 from tests.envs.liveweb._lab import LAB_TASKS, LabServer
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
-
-
-def _wait_gone(pids: list[int], timeout: float = 10.0) -> list[int]:
-    deadline = time.time() + timeout
-    left = [p for p in pids if _alive(p)]
-    while left and time.time() < deadline:
-        time.sleep(0.1)
-        left = [p for p in left if _alive(p)]
-    return left
+from tests.envs.liveweb._procs import wait_gone as _wait_gone
 
 
 def _bid(obs: dict, role: str, name: str) -> str:
