@@ -51,6 +51,11 @@ class DynaWebConfig:
         0.5, "fraction of each batch's trajectories that are real expert ones, in [0, 1)"
     )
     expert_advantage: float = _f(1.0, "the advantage every expert step enters the loss with")
+    branch_ratio: float = _f(
+        0.0,
+        "fraction of groups that start at a state of a real expert train episode of their task (MBPO-style "
+        "branching, lynn.agents.dynaweb.branches; 0: every rollout starts at the task's start page, as the paper)",
+    )
     reward_mode: str = _f("binary", "reward model output: binary (P >= threshold) or prob (P)")
     self_assess: bool = _f(
         False, "reward by the world model LM's self-assessment instead of the reward model"
@@ -100,6 +105,10 @@ class DynaWebConfig:
             raise ValueError(
                 "expert_ratio > 0 needs expert_data=DIR (`lynn collect Lynn/LiveWeb-v0 --split train`)"
             )
+        if not 0.0 <= self.branch_ratio <= 1.0:
+            raise ValueError("branch_ratio must be in [0, 1]")
+        if self.branch_ratio > 0 and not self.expert_data:
+            raise ValueError("branch_ratio > 0 needs expert_data=DIR (the expert episodes it branches from)")
         if self.group_size < 2:
             raise ValueError("group_size must be >= 2 (advantages are normalised within a group)")
         if self.importance_sampling_level not in LEVELS:

@@ -146,20 +146,49 @@ def _ids(g: Any, tokenizer: Any) -> tuple[list[int], list[int]]:
     return list(g.stats["prompt_ids"]), list(g.stats["completion_ids"])
 
 
+def _start(env: Any, tid: str, seed: int, branch: Any, horizon: int, imagined: bool, traj: Trajectory) -> Any:
+    """Reset ``env`` for ``traj``'s episode, at the branch point when there is one; returns the first page."""
+    if branch is None:
+        if not imagined:
+            env.max_steps = horizon
+        o, _ = env.reset(seed=seed, options={"task_id": tid})
+        return o
+    traj.info["branch_steps"] = branch.steps
+    if imagined:  # the recorded real page and prefix: nothing is imagined before the policy's first step
+        o, _ = env.reset(seed=seed, options={"task_id": tid, "branch": branch.option()})
+        return o
+    env.max_steps = branch.steps + horizon  # the browser counts the replayed prefix too
+    o, _ = env.reset(seed=seed, options={"task_id": tid})
+    for n, action in enumerate(branch.actions(), 1):
+        o, r, term, trunc, info = env.step(action)
+        traj.info["branch_real_steps"] = n
+        if info.get("error"):
+            traj.info.setdefault("branch_errors", []).append(str(info["error"])[:200])
+        if term or trunc:  # the replay ended the episode (it should not): scored as it stands, no policy step
+            traj.reward, traj.success = float(r), bool(info.get("success", r > 0))
+            traj.info["branch_ended"] = True
+            break
+    return o
+
+
 def run_episodes(
     envs: Sequence[Any],
     policy: Any,
-    episodes: Sequence[tuple[str, int]],
+    episodes: Sequence[tuple[str, int] | tuple[str, int, Any]],
     horizon: int,
     seed: int,
     source: str = "imagined",
 ) -> list[Trajectory]:
-    """Play ``episodes`` (``(task_id, reset_seed)``) on ``envs`` in waves of ``len(envs)``, lockstep.
+    """Play ``episodes`` (``(task_id, reset_seed)``, or ``(task_id, reset_seed, branch)``) on ``envs`` in waves
+    of ``len(envs)``, lockstep.
 
     Args:
         envs: unwrapped envs (from :func:`make_envs`).
         policy: an ``LMPolicy`` with an :class:`~lynn.agents.llm.rollouts.IdGenerator`.
-        episodes: what to play, in order; the result is in the same order.
+        episodes: what to play, in order; the result is in the same order. A
+            :class:`~lynn.agents.dynaweb.branches.Branch` (or None) starts the episode at an expert state: the
+            world-model env starts from its recorded page; a real env replays its actions after the reset
+            (``info["branch_real_steps"]`` counts them). The policy's own ``horizon`` steps follow either way.
         horizon: step cap (the envs end episodes there themselves; this is a guard).
         seed: sampling seed of the policy (each batched generation continues from it).
         source: label of the trajectories.
@@ -176,12 +205,17 @@ def run_episodes(
         wave = list(episodes[w : w + len(envs)])
         live = envs[: len(wave)]
         obs, trajs = [], []
-        for env, (tid, s) in zip(live, wave, strict=True):
-            o, _ = env.reset(seed=int(s), options={"task_id": tid})
-            obs.append(o)
-            trajs.append(Trajectory(tid, [], source=source, seed=int(s)))
-        done = [False] * len(wave)
         hist: list[list[str]] = [[] for _ in wave]
+        done = [False] * len(wave)
+        for i, (env, (tid, s, *rest)) in enumerate(zip(live, wave, strict=True)):
+            branch = rest[0] if rest else None
+            traj = Trajectory(tid, [], source=source, seed=int(s))
+            o = _start(env, tid, int(s), branch, horizon, batched, traj)
+            if branch is not None:
+                hist[i] = list(branch.replies)
+                done[i] = traj.info.get("branch_ended", False)
+            obs.append(o)
+            trajs.append(traj)
         t0 = time.perf_counter()
         for _ in range(horizon):
             idx = [i for i, d in enumerate(done) if not d]
@@ -207,7 +241,7 @@ def run_episodes(
                     done[i] = True
                     trajs[i].reward = float(r)
                     trajs[i].success = bool(info.get("success", False))
-                    trajs[i].info = {"score": info.get("score"), "terminated": bool(term)}
+                    trajs[i].info.update(score=info.get("score"), terminated=bool(term))
         for t in trajs:
             t.info["wave_s"] = time.perf_counter() - t0
         out += trajs

@@ -173,6 +173,7 @@ def train_dynaweb(cfg: DynaWebConfig) -> dict[str, Any]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from lynn import zoo
+    from lynn.agents.dynaweb.branches import ExpertBranches
     from lynn.agents.dynaweb.expert import ExpertBank, expert_count
     from lynn.agents.dynaweb.learner import DynaWebLearner, loss_config, trajectory_rows
     from lynn.agents.dynaweb.rollouts import make_envs, make_policy, run_episodes
@@ -221,6 +222,7 @@ def train_dynaweb(cfg: DynaWebConfig) -> dict[str, Any]:
     tasks = _train_tasks(cfg, envs[0])
     val_tasks = _spread(tasks, cfg.eval_tasks) if cfg.eval_every else []
     expert = ExpertBank.load(cfg.expert_data, tasks, policy=policy_dir) if cfg.expert_ratio > 0 else None
+    branches = ExpertBranches.load(cfg.expert_data, tasks) if cfg.branch_ratio > 0 else None
     policy = make_policy(model, tok, cfg.env, cfg.temperature, cfg.max_new_tokens, context, policy_dir)
     greedy = make_policy(model, tok, REAL, 0.0, cfg.max_new_tokens, context, policy_dir)
 
@@ -257,10 +259,15 @@ def train_dynaweb(cfg: DynaWebConfig) -> dict[str, Any]:
             t0 = time.perf_counter()
             rng = np.random.default_rng([cfg.seed, u])
             picked = rng.choice(len(tasks), size=R, replace=len(tasks) < R)
-            episodes = []
+            episodes: list[tuple[str, int, Any]] = []
             for k in picked:
                 reset_seed = int(rng.integers(2**31))
-                episodes += [(tasks[int(k)], reset_seed)] * G
+                branch = (
+                    None  # the rng is only drawn from when branching is on: runs without it stay as they were
+                )
+                if branches is not None and tasks[int(k)] in branches and rng.random() < cfg.branch_ratio:
+                    branch = branches.draw(rng, tasks[int(k)])
+                episodes += [(tasks[int(k)], reset_seed, branch)] * G  # a group shares its start
             sample_seed = int(rng.integers(2**31))
             trajs = run_episodes(
                 envs,
@@ -280,8 +287,10 @@ def train_dynaweb(cfg: DynaWebConfig) -> dict[str, Any]:
             sync_weights()
             steps = sum(len(t.steps) for t in trajs)
             counts["rollout_steps"] += steps
+            replayed = sum(int(t.info.get("branch_real_steps", 0)) for t in trajs)
+            counts["branch_replay_steps"] = counts.get("branch_replay_steps", 0) + replayed
             if not cfg.imagined:
-                counts["real_rollout_steps"] += steps
+                counts["real_rollout_steps"] += steps + replayed
             counts["expert_steps_trained"] += sum(len(t.steps) for t in experts)
             rewards = [t.reward for t in trajs]
             rec = {
@@ -296,6 +305,7 @@ def train_dynaweb(cfg: DynaWebConfig) -> dict[str, Any]:
                 "expert_trajectories": len(experts),
                 "expert_tasks": [t.task_id for t in experts],
                 "tasks": [tasks[int(k)] for k in picked],
+                "branch_steps": [int(g[0].info.get("branch_steps", 0)) for g in groups],
                 "rollout_s": rollout_s,
                 **m,
             }

@@ -43,6 +43,14 @@ class WebWorldModelEnv(gym.Env):
     final imagined page, answer): ``reward_mode="binary"`` (default) gives 1 when P(success) ≥ its
     threshold, ``"prob"`` gives P(success). Without a reward model the reward is 0 and ``info`` says so.
 
+    ## Starting mid-episode
+    ``reset(options={"task_id": ..., "branch": {"obs": page, "history": [[page, action], ...]}})`` starts from
+    a recorded **real** page reached by the recorded actions (a branch of a real trajectory, as MBPO branches
+    model rollouts from real states): the prefix is not imagined, it is what the browser showed, and the
+    reward model reads it as the episode's first steps. ``max_steps`` counts the steps after the branch
+    (``info["branch_steps"]`` says how many came before). DynaWeb's trainer branches from the expert's train
+    episodes (``branch_ratio``).
+
     ## Episode End
     Terminates on ``send_msg_to_user``/``report_infeasible``; truncated after ``max_steps`` (default: the
     registry's ``max_episode_steps``, 30; DynaWeb imagines 5).
@@ -194,6 +202,10 @@ class WebWorldModelEnv(gym.Env):
         super().reset(seed=seed)
         options = options or {}
         tid = options.get("task_id")
+        branch = options.get("branch")
+        prefix = [] if branch is None else _branch_history(branch)  # checked before anything changes
+        if branch is not None and tid is None:
+            raise ValueError("options['branch'] needs options['task_id'] (the task the branch belongs to)")
         if tid is not None:
             if str(tid) not in self.by_id:
                 raise ValueError(
@@ -203,13 +215,18 @@ class WebWorldModelEnv(gym.Env):
         else:
             self.task = self.starts[int(self.np_random.integers(len(self.starts)))]
         self.urls = _site_urls(self.task)
-        start = self.task["obs"]
+        start = self.task["obs"] if branch is None else branch["obs"]
         self.obs = {k: str(start.get(k, "")) for k in OBS_KEYS}
-        self.obs.update(goal=str(self.task.get("goal", "")), last_action="", last_action_error="")
-        self.history = []
+        self.obs.update(goal=str(self.task.get("goal", "")))
+        if branch is None:
+            self.obs.update(last_action="", last_action_error="")
+        self.history = prefix
         self._done = False
         self._steps = 0
-        return dict(self.obs), {"task_id": self.task["task_id"], "error": None, "timings": {}}
+        info = {"task_id": self.task["task_id"], "error": None, "timings": {}}
+        if branch is not None:
+            info["branch_steps"] = len(branch["history"])
+        return dict(self.obs), info
 
     def step(self, action: Any) -> tuple[dict, float, bool, bool, dict]:
         return self.step_batch([self], [action])[0]
@@ -341,6 +358,26 @@ class WebWorldModelEnv(gym.Env):
 
     def close(self) -> None:
         super().close()
+
+
+def _branch_history(branch: dict[str, Any]) -> list[tuple[dict[str, Any], str]]:
+    """The ``(page, call)`` pairs of a branch's recorded prefix, as :meth:`WebWorldModelEnv.step` keeps them
+    (one per call of a multi-action step); raises ``ValueError`` on a malformed branch."""
+    if not isinstance(branch, dict) or not isinstance(branch.get("obs"), dict):
+        raise ValueError(
+            "options['branch'] needs 'obs' (a recorded page) and 'history' ([page, action] pairs)"
+        )
+    out: list[tuple[dict[str, Any], str]] = []
+    for pair in branch.get("history") or []:
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2 or not isinstance(pair[0], dict):
+            raise ValueError(f"options['branch']['history'] holds [page, action] pairs, got {pair!r:.80}")
+        page, action = pair
+        try:
+            calls = parse_actions(action, multiaction=True)
+        except ActionError as exc:
+            raise ValueError(f"a branch prefix action does not parse: {exc}") from None
+        out += [(dict(page), str(c)) for c in calls]
+    return out
 
 
 def _bundled_tasks() -> dict[str, dict[str, Any]]:
