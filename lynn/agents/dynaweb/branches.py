@@ -99,11 +99,16 @@ class ExpertBranches:
         eps = self.episodes.get(task_id)
         if not eps:
             return None
-        ep = eps[int(rng.integers(len(eps)))]
-        k = int(rng.integers(1, len(ep)))
-        at = ep[k]
+        e = int(rng.integers(len(eps)))
+        return self.branch(task_id, int(rng.integers(1, len(eps[e]))), e)
+
+    def branch(self, task_id: str, k: int, episode: int = 0) -> Branch:
+        """Step ``k`` (1 ≤ k < the episode's length) of ``task_id``'s ``episode``-th recorded episode."""
+        ep = self.episodes[task_id][episode]
+        if not 1 <= k < len(ep):
+            raise ValueError(f"k must be in [1, {len(ep) - 1}] for this {len(ep)}-step episode, got {k}")
         history = tuple((_page(s["obs"]), str(s["action"])) for s in ep[:k])
-        return Branch(task_id, _page(at["obs"]), history, tuple(at["replies"]))
+        return Branch(task_id, _page(ep[k]["obs"]), history, tuple(ep[k]["replies"]))
 
 
 def _page(obs: dict[str, Any]) -> dict[str, Any]:
