@@ -66,15 +66,11 @@ class ExpertBranches:
     def load(cls, data: str | Path, tasks: list[str] | None = None) -> ExpertBranches:
         """Branch points of the successful **train** episodes in ``data`` (a ``lynn collect`` folder/file),
         restricted to ``tasks`` when given. Held-out instances are never read (split filter)."""
-        from lynn.lm.web_candidates import load_steps
+        from lynn.agents.dynaweb.expert import successful_train_steps
 
-        steps = [s for s in load_steps([str(data)]) if s["split"] == "train"]
-        won = {(s["task_id"], s["seed"]) for s in steps if s["success"] or (s["reward"] or 0) > 0}
-        keep = set(tasks) if tasks else None
         by_ep: dict[tuple[str, int], list[dict[str, Any]]] = {}
-        for s in steps:
-            if (s["task_id"], s["seed"]) in won and (keep is None or s["task_id"] in keep):
-                by_ep.setdefault((s["task_id"], s["seed"]), []).append(s)
+        for s in successful_train_steps(data, tasks):
+            by_ep.setdefault((s["task_id"], s["seed"]), []).append(s)
         episodes: dict[str, list[list[dict[str, Any]]]] = {}
         for (tid, _), ep in sorted(by_ep.items()):
             ep.sort(key=lambda s: s["step"])

@@ -22,7 +22,7 @@ from typing import Any
 
 from lynn.agents.dynaweb.rollouts import Step, Trajectory
 
-__all__ = ["ExpertBank", "expert_count"]
+__all__ = ["ExpertBank", "expert_count", "successful_train_steps"]
 
 
 def expert_count(imagined: int, ratio: float) -> int:
@@ -30,6 +30,17 @@ def expert_count(imagined: int, ratio: float) -> int:
     if not 0.0 <= ratio < 1.0:
         raise ValueError("expert_ratio must be in [0, 1)")
     return int(round(imagined * ratio / (1.0 - ratio)))
+
+
+def successful_train_steps(data: str | Path, tasks: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """The steps (:func:`lynn.lm.web_candidates.episode_steps` records, in episode order) of the successful
+    **train**-split episodes in ``data`` (``lynn collect`` transitions), of ``tasks`` only when given."""
+    from lynn.lm.web_candidates import load_steps
+
+    steps = [s for s in load_steps([str(data)]) if s["split"] == "train"]
+    won = {(s["task_id"], s["seed"]) for s in steps if s["success"] or (s["reward"] or 0) > 0}
+    keep = set(tasks or ())
+    return [s for s in steps if (s["task_id"], s["seed"]) in won and (not keep or s["task_id"] in keep)]
 
 
 def _episodes(demos: Sequence[Any]) -> tuple[list[list[tuple[list[dict[str, str]], str]]], list[str]]:
@@ -93,14 +104,10 @@ class ExpertBank:
     def _load_ranked(cls, data: str | Path, tasks: Sequence[str] | None, policy: Path) -> ExpertBank:
         import json
 
-        from lynn.lm.web_candidates import WebFormat, load_steps, ranked_demos
+        from lynn.lm.web_candidates import WebFormat, ranked_demos
 
         fmt = WebFormat(**json.loads((policy / "lynn_web.json").read_text()))
-        steps = [s for s in load_steps([str(data)]) if s["split"] == "train"]
-        won = {(s["task_id"], s["seed"]) for s in steps if s["success"] or (s["reward"] or 0) > 0}
-        keep = [
-            s for s in steps if (s["task_id"], s["seed"]) in won and (not tasks or s["task_id"] in set(tasks))
-        ]
+        keep = successful_train_steps(data, tasks)
         # a step whose reply no candidate holds has no demo (rare)
         episodes, ids = _episodes(ranked_demos(keep, fmt))
         if not episodes:
