@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections import Counter
 from collections.abc import Iterator
 from urllib.parse import urljoin, urlsplit
 
@@ -57,14 +58,22 @@ def _counting(session: BrowserSession) -> dict[str, int]:
 
 
 # The configurations the expert's episode is replayed under, after its run with both fast paths on (the default):
-# the fast click alone (Playwright's snapshot), then both off (Playwright's click and snapshot).
+# the fast click alone (Playwright's snapshot), then both off (Playwright's click and snapshot). Both off, the
+# reference, replays every template; the fast click alone half of them (alternate pairs in template order, which
+# also splits them evenly over ``in_two``'s processes), so that it still meets every kind of step (33 templates)
+# at a sixth fewer episodes (issue 29).
 REPLAYS = ((True, False), (False, False))
 
 
-def _compare(env: LiveWebEnv | None, tids: list[str]) -> list[tuple]:
+def _replays(index: int) -> tuple[tuple[bool, bool], ...]:
+    """The configurations the ``index``-th template's episode is replayed under."""
+    return REPLAYS if index // 2 % 2 == 0 else REPLAYS[1:]
+
+
+def _compare(env: LiveWebEnv | None, items: list[tuple[int, str]]) -> list[tuple]:
     """The expert on each instance with both fast paths on (the default), then the same actions on a reset of the
-    same instance under each of ``REPLAYS`` (the fast click alone; both off, i.e. Playwright's own snapshot and
-    click), comparing observations and outcomes at every step; (task id, fast observations, observations, clicks,
+    same instance under each of ``_replays(index)`` (the fast click alone; both off, i.e. Playwright's own snapshot
+    and click), comparing observations and outcomes at every step; (task id, fast observations, observations, clicks,
     expert failure or None, mismatches). A mismatch is the first step where a replay differs from the recorded run:
     (task id, click, snapshot, step, action, what differs); that replay stops there. One env does all runs (the
     reset restores the site's data), so they share the site server's ports and need no rewriting of URLs. One
@@ -74,10 +83,10 @@ def _compare(env: LiveWebEnv | None, tids: list[str]) -> list[tuple]:
     env = env or LiveWebEnv()
     try:
         agent = WebExpert(env)
-        env.reset(options={"task_id": tids[0]})  # the session exists from here on
+        env.reset(options={"task_id": items[0][1]})  # the session exists from here on
         counts = _counting(env.browser)
         out = []
-        for tid in tids:
+        for index, tid in items:
             env.browser.fast_snapshot = env.browser.fast_click = True  # from this episode's tab on
             before = counts["fast"]
             obs, info = env.reset(options={"task_id": tid})
@@ -96,7 +105,7 @@ def _compare(env: LiveWebEnv | None, tids: list[str]) -> list[tuple]:
             failure = None if reward == 1.0 else (tid, actions[-3:], info.get("eval"), info.get("error"))
             made = counts["fast"] - before
             mismatches = []
-            for click, snapshot in REPLAYS:
+            for click, snapshot in _replays(index):
                 env.browser.fast_click, env.browser.fast_snapshot = click, snapshot
                 obs, _ = env.reset(options={"task_id": tid})
                 if _view(obs) != fast[0][1]:
@@ -127,7 +136,7 @@ def _diff(got: dict, want: dict) -> dict:
 def expert_episodes(env: LiveWebEnv) -> list[tuple]:
     """:func:`_compare` over one instance of every template (the seed-0 draw), half of them in a second process
     with its own env."""
-    return in_two(_compare, _one_per_template(0), env)
+    return in_two(_compare, list(enumerate(_one_per_template(0))), env)
 
 
 @pytest.mark.slow
@@ -160,17 +169,34 @@ def _links(html_links: list[str], base: str) -> list[str]:
     return out
 
 
+def _kind(url: str) -> tuple[str, ...]:
+    """The page template a URL asks for, as far as its address tells: the first path segment, the number of
+    segments, a last word after an id (``/products/3/edit``), the query's keys (``/orders?status=…&page=…``)."""
+    parts = urlsplit(url)
+    segments = [s for s in parts.path.split("/") if s]
+    last = segments[-1] if len(segments) > 2 and segments[-1].isalpha() else ""
+    keys = sorted({q.split("=")[0] for q in parts.query.split("&") if q})
+    return (segments[0] if segments else "", str(len(segments)), last, *keys)
+
+
+# Pages read per page template. Two of each, found breadth-first, reach more templates than the first 40 links did
+# (a site's list pages lead to dozens of one template: 26 product pages, 20 orders) with a third of the loads
+# (issue 29): 42 pages of 27 templates against 120 pages of 21.
+PER_KIND = 2
+
+
 @pytest.mark.slow
 def test_fast_snapshot_is_playwrights_snapshot_byte_for_byte_on_every_bundled_page(env: LiveWebEnv) -> None:
-    """Every page reachable by links from each site's start, logged in (an episode of a task that logs in to that
-    site), read by the fast path in the agent's tab and by Playwright alone in a tab without the hook: the same
-    text (the "f<n>" part of the refs aside: the two tabs have had different numbers of documents); and
-    Playwright's own call in the agent's tab afterwards gives exactly the fast path's bytes, prefix included."""
+    """Two pages of every page template reachable by links from each site's start, logged in (an episode of a task
+    that logs in to that site), read by the fast path in the agent's tab and by Playwright alone in a tab without
+    the hook: the same text (the "f<n>" part of the refs aside: the two tabs have had different numbers of
+    documents); and Playwright's own call in the agent's tab afterwards gives exactly the fast path's bytes, prefix
+    included."""
     env.reset(options={"task_id": "shop.product_price.0"})
     session = env.browser
     session.fast_snapshot = True
     strip = re.compile(r"\[ref=f\d+e")
-    compared: dict[str, int] = {}
+    compared: dict[str, Counter] = {}
     for site, tid in (
         ("shop", "shop.my_order_status.0"),
         ("forum", "forum.create_post.0"),
@@ -180,11 +206,11 @@ def test_fast_snapshot_is_playwrights_snapshot_byte_for_byte_on_every_bundled_pa
         page = session.page
         start = env.urls[site] + "/"
         todo, seen = [start], set()
-        compared[site] = 0
+        kinds = compared[site] = Counter()
         with session.scratch_page() as plain:
-            while todo and compared[site] < 40:
+            while todo and kinds.total() < 60:
                 url = todo.pop(0)
-                if url in seen:
+                if url in seen or kinds[_kind(url)] >= PER_KIND:
                     continue
                 seen.add(url)
                 page.goto(url, wait_until="domcontentloaded")
@@ -196,11 +222,13 @@ def test_fast_snapshot_is_playwrights_snapshot_byte_for_byte_on_every_bundled_pa
                 alone = plain.aria_snapshot(mode="ai")
                 assert strip.sub("[ref=e", fast) == strip.sub("[ref=e", alone), url
                 assert page.aria_snapshot(mode="ai") == fast, url  # Playwright's, through the shared instance
-                compared[site] += 1
+                kinds[_kind(url)] += 1
                 hrefs = page.eval_on_selector_all("a[href]", "as => as.map(a => a.getAttribute('href'))")
                 todo += _links(hrefs, url)
-    assert min(compared.values()) >= 5 and sum(compared.values()) >= 40, compared
-    print(f"compared {compared}")
+    found = {site: (len(kinds), kinds.total()) for site, kinds in compared.items()}
+    # shop 9 templates (13 pages), forum 6 (10), admin 12 (19)
+    assert min(n for n, _ in found.values()) >= 6 and sum(pages for _, pages in found.values()) >= 40, found
+    print(f"compared (templates, pages): {found}")
 
 
 def test_locator_actions_after_a_fast_snapshot_use_its_refs(env: LiveWebEnv) -> None:
