@@ -1,7 +1,8 @@
 """The fast click (a hit-tested click by point, waiting only for the navigation it asked for; on by default): what it
 guarantees (a covered element is an error, a click that navigates nowhere, a new tab, coordinate clicks), with the
 fast snapshot (the default) and without it. Its observations and outcomes against Playwright's ``locator.click``
-over an expert episode of every template: test_fast_snapshot.py (one run replayed under each configuration)."""
+over an expert episode of half the templates (alternate pairs): test_fast_snapshot.py (one run replayed under
+each configuration)."""
 
 from __future__ import annotations
 

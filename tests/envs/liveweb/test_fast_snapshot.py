@@ -1,8 +1,9 @@
 """The fast snapshot (``BrowserSession.fast_snapshot``: Playwright's aria snapshot computed in one CDP call by a
 copy of its injected script shared with Playwright's own) against Playwright's ``page.aria_snapshot``: the same
-bytes on every bundled page; and both fast paths, and the fast click alone, against Playwright's own snapshot and
-click: the same observations and outcomes over an expert episode of every template. The expert's episodes are
-those of ``test_expert_solves_a_seeded_instance_of_every_template`` (one run serves both tests: issue 29)."""
+bytes on two pages of every page template the sites link to; and both fast paths against Playwright's own snapshot
+and click, and the fast click alone against them too: the same observations and outcomes over an expert episode of
+every template (the fast click alone over half of them). The expert's episodes are those of
+``test_expert_solves_a_seeded_instance_of_every_template`` (one run serves both tests: issue 29)."""
 
 from __future__ import annotations
 
