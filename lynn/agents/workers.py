@@ -1,6 +1,7 @@
 """Lynn agents as workers of the real coordination pool (``scenario="real-pool"``).
 
-Each :class:`ProcessWorker` runs one agent in its own process (``multiprocessing`` spawn), with its
+Each :class:`ProcessWorker` runs one agent in its own process (a fresh ``python -m lynn.agents.workers``, or
+a ``multiprocessing`` process of a chosen start method, e.g. a fork server that imported torch once), with its
 own ``Lynn/EVMQuest-v0`` env (embedded chain, script sandbox) and, on its first LiveWeb instance, its
 own ``Lynn/LiveWeb-v0`` env (its own Chromium and site servers), so that killing the process is a real
 fault: the pool's heartbeat sees it and routes around it. One call runs one task instance to its end
@@ -28,6 +29,7 @@ Prices (cost units per generated token / per call) are the worker's documented c
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
@@ -39,6 +41,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+from weakref import WeakSet
 
 from lynn.envs.coordination.workers_protocol import Outcome, TaskRef, WorkerDied
 
@@ -216,6 +219,19 @@ class _Executor:
             env.close()
 
 
+def _answer(executor: _Executor, line: str) -> str | None:
+    """One request line ``{"task", "seed"}`` -> its answer line ``{"ok"|"error": ...}``; ``None`` on ``close``."""
+    msg = json.loads(line)
+    if msg.get("close"):
+        return None
+    reply: dict[str, Any]
+    try:
+        reply = {"ok": asdict(executor.run(TaskRef(**msg["task"]), int(msg["seed"])))}
+    except Exception as exc:  # the env or the agent broke: report it, keep serving
+        reply = {"error": f"{type(exc).__name__}: {exc}"}
+    return json.dumps(reply) + "\n"
+
+
 def _serve(spec: WorkerSpec) -> None:
     """The worker process's loop over JSON lines: stdin ``{"task", "seed"}`` -> ``{"ok"|"error": ...}``.
 
@@ -226,36 +242,124 @@ def _serve(spec: WorkerSpec) -> None:
     executor = _Executor(spec)
     try:
         for line in sys.stdin:
-            msg = json.loads(line)
-            if msg.get("close"):
+            reply = _answer(executor, line)
+            if reply is None:
                 break
-            try:
-                reply = {"ok": asdict(executor.run(TaskRef(**msg["task"]), int(msg["seed"])))}
-            except Exception as exc:  # the env or the agent broke: report it, keep serving
-                reply = {"error": f"{type(exc).__name__}: {exc}"}
-            out.write(json.dumps(reply) + "\n")
+            out.write(reply)
     finally:
         executor.close()
+
+
+def _serve_conn(spec: WorkerSpec, conn: Any, environ: dict[str, str], cwd: str) -> None:
+    """:func:`_serve` in a ``multiprocessing`` child: the same lines over ``conn`` (a ``Pipe`` end).
+
+    The parent's environment and folder at the start replace those a fork server inherited when it began,
+    as a fresh process would have them (relative model paths, ``$LYNN_ZOO``); output goes to /dev/null, as
+    the subprocess worker's stderr does. The parent's end closing (the parent died) ends the loop like
+    stdin's EOF."""
+    os.environ.clear()
+    os.environ.update(environ)
+    os.chdir(cwd)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
+    executor = _Executor(spec)
+    try:
+        while True:
+            try:
+                line = conn.recv_bytes().decode()
+            except EOFError:
+                break
+            reply = _answer(executor, line)
+            if reply is None:
+                break
+            conn.send_bytes(reply.encode())
+    finally:
+        executor.close()
+
+
+class _ChildProcess:
+    """What :class:`ProcessWorker` (and a caller killing it) uses of ``subprocess.Popen`` (``pid``, ``poll``,
+    ``wait``, ``kill``), for a ``multiprocessing.Process`` and its end of the request pipe."""
+
+    def __init__(self, process: Any, conn: Any) -> None:
+        self.process, self.conn = process, conn
+        self.pid: int = process.pid
+
+    def poll(self) -> int | None:
+        return self.process.exitcode
+
+    def wait(self, timeout: float | None = None) -> int:
+        self.process.join(timeout)
+        code = self.process.exitcode
+        if code is None:
+            raise subprocess.TimeoutExpired(f"worker process {self.pid}", timeout or 0.0)
+        return code
+
+    def kill(self) -> None:
+        self.process.kill()
+
+
+def _send(proc: subprocess.Popen[str] | _ChildProcess, msg: dict[str, Any]) -> None:
+    """Write one request line to a worker process."""
+    line = json.dumps(msg) + "\n"
+    if isinstance(proc, _ChildProcess):
+        proc.conn.send_bytes(line.encode())
+        return
+    assert proc.stdin is not None
+    proc.stdin.write(line)
+    proc.stdin.flush()
+
+
+def _receive(proc: subprocess.Popen[str] | _ChildProcess, timeout: float) -> str | None:
+    """A worker process's next answer line; ``""`` when the process is gone, ``None`` after ``timeout`` s."""
+    if isinstance(proc, _ChildProcess):
+        if not proc.conn.poll(timeout):
+            return None
+        try:
+            return proc.conn.recv_bytes().decode()
+        except EOFError:
+            return ""
+    assert proc.stdout is not None
+    ready, _, _ = select.select([proc.stdout], [], [], timeout)
+    return proc.stdout.readline() if ready else None
+
+
+#: Workers with a live ``multiprocessing`` child, closed at exit: multiprocessing joins its non-daemon
+#: children at exit, and a worker waiting on its open pipe would never end (a subprocess worker sees EOF).
+_FORKED: WeakSet[ProcessWorker] = WeakSet()
+_AT_EXIT: list[bool] = []
+
+
+def _close_forked() -> None:
+    for w in list(_FORKED):
+        w.close()
 
 
 # --- the parent's handle ----------------------------------------------------------------------
 class ProcessWorker:
     """A worker in its own process (``python -m lynn.agents.workers``, started on its first call).
 
-    Follows the Worker protocol. Requests and answers are JSON lines over the child's stdin/stdout.
+    Follows the Worker protocol. Requests and answers are JSON lines over the child's stdin/stdout (or,
+    with ``start_method``, over a ``multiprocessing`` pipe).
 
     Args:
         spec: what the process runs.
         timeout_s: longest wait for one execution before the worker counts as dead (and is killed).
+        start_method: ``None`` (default): a fresh interpreter (``python -m lynn.agents.workers``); or a
+            ``multiprocessing`` start method, e.g. ``forkserver`` after ``multiprocessing.set_forkserver_preload``
+            of torch and transformers, which an LM worker then does not import again (~7.5 CPU-s). Either way
+            the worker is a process of its own, killed and detected dead the same way.
     """
 
-    def __init__(self, spec: WorkerSpec, timeout_s: float = 600.0) -> None:
+    def __init__(self, spec: WorkerSpec, timeout_s: float = 600.0, start_method: str | None = None) -> None:
         self.spec = spec
         self.name = spec.name
         self.key = spec.key()
         self.deterministic = spec.deterministic
         self.timeout_s = timeout_s
-        self.proc: subprocess.Popen[str] | None = None
+        self.start_method = start_method
+        self.proc: subprocess.Popen[str] | _ChildProcess | None = None
         self.killed = False
         self.calls = 0
 
@@ -272,14 +376,31 @@ class ProcessWorker:
         return self.proc.pid if self.proc is not None else None
 
     def _start(self) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "lynn.agents.workers", json.dumps(asdict(self.spec))],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            env={**os.environ, "LYNN_TORCH_THREADS": str(self.spec.threads)},
+        environ = {**os.environ, "LYNN_TORCH_THREADS": str(self.spec.threads)}
+        if self.start_method is None:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "lynn.agents.workers", json.dumps(asdict(self.spec))],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+                env=environ,
+            )
+            return
+        import multiprocessing as mp
+
+        ctx: Any = mp.get_context(self.start_method)
+        ours, theirs = ctx.Pipe()
+        process = ctx.Process(
+            target=_serve_conn, args=(self.spec, theirs, environ, os.getcwd()), name=f"worker-{self.name}"
         )
+        process.start()
+        theirs.close()  # the child holds its end: our recv sees EOF when it dies
+        self.proc = _ChildProcess(process, ours)
+        _FORKED.add(self)
+        if not _AT_EXIT:  # registered after multiprocessing's own exit hook, so it runs before it
+            atexit.register(_close_forked)
+            _AT_EXIT.append(True)
 
     def alive(self) -> bool:
         if self.killed:
@@ -291,16 +412,14 @@ class ProcessWorker:
             raise WorkerDied(f"{self.name}: process is dead (exit code {self._exitcode()})")
         if self.proc is None:
             self._start()
-        assert self.proc is not None and self.proc.stdin is not None and self.proc.stdout is not None
+        assert self.proc is not None
         self.calls += 1
         try:
-            self.proc.stdin.write(json.dumps({"task": asdict(task), "seed": int(seed)}) + "\n")
-            self.proc.stdin.flush()
-            ready, _, _ = select.select([self.proc.stdout], [], [], self.timeout_s)
-            if not ready:
+            _send(self.proc, {"task": asdict(task), "seed": int(seed)})
+            line = _receive(self.proc, self.timeout_s)
+            if line is None:
                 self.kill()
                 raise WorkerDied(f"{self.name}: no answer within {self.timeout_s:.0f} s; killed it")
-            line = self.proc.stdout.readline()
         except (BrokenPipeError, OSError) as exc:
             raise WorkerDied(f"{self.name}: process died mid-call (exit code {self._exitcode()})") from exc
         if not line:
@@ -338,13 +457,19 @@ class ProcessWorker:
             return
         if proc.poll() is None:
             try:
-                assert proc.stdin is not None
-                proc.stdin.write(json.dumps({"close": True}) + "\n")
-                proc.stdin.flush()
+                _send(proc, {"close": True})
                 proc.wait(timeout=10.0)
             except (BrokenPipeError, OSError, subprocess.TimeoutExpired):
                 proc.kill()
                 proc.wait(timeout=5.0)
+        if isinstance(proc, _ChildProcess):
+            _FORKED.discard(self)
+            proc.conn.close()
+            try:
+                proc.process.close()  # its sentinel (the process has ended)
+            except ValueError:
+                pass
+            return
         for f in (proc.stdin, proc.stdout):
             if f is not None:
                 try:
@@ -387,6 +512,7 @@ def evmquest_pool(
     web_target: str | None = None,
     web_draft: str | None = None,
     web_max_new_tokens: int | None = None,
+    start_method: str | None = None,
 ) -> list[ProcessWorker]:
     """The real pool's Lynn workers, one process each.
 
@@ -409,6 +535,7 @@ def evmquest_pool(
         web_target, web_draft: the models the LM workers use on LiveWeb instances (default: the same
             as on EVMQuest, e.g. the suite LM, which is trained on both envs).
         web_max_new_tokens: reply budget of every LM worker per LiveWeb step (``None``: ``LMPolicy``'s 96).
+        start_method: how each worker's process starts (see :class:`ProcessWorker`; not part of the cache key).
 
     Raises:
         ValueError: for an unknown worker, a missing model folder (saying which command makes it), or
@@ -500,15 +627,15 @@ def evmquest_pool(
         else:
             spec = WorkerSpec(name, "lm", *PRICES[name], lm=lm_settings[name], web_lm=web_lm[name])
         spec.threads = threads
-        out.append(ProcessWorker(spec))
+        out.append(ProcessWorker(spec, start_method=start_method))
     for fields_ in extra or []:
-        out.append(ProcessWorker(WorkerSpec(**fields_)))
+        out.append(ProcessWorker(WorkerSpec(**fields_), start_method=start_method))
     return out
 
 
-def workers_from_specs(specs: list[dict[str, Any]]) -> list[ProcessWorker]:
+def workers_from_specs(specs: list[dict[str, Any]], start_method: str | None = None) -> list[ProcessWorker]:
     """Workers from :class:`WorkerSpec` field dicts (``workers="lynn.agents.workers:workers_from_specs"``)."""
-    return [ProcessWorker(WorkerSpec(**s)) for s in specs]
+    return [ProcessWorker(WorkerSpec(**s), start_method=start_method) for s in specs]
 
 
 if __name__ == "__main__":

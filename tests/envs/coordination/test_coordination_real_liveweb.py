@@ -14,6 +14,7 @@ from lynn.agents.workers import LIVEWEB, ProcessWorker, WorkerSpec, evmquest_poo
 from lynn.envs.coordination import CoordinationEnv
 from lynn.envs.coordination.real_pool import liveweb_families
 from lynn.envs.coordination.workers_protocol import ResultCache, TaskRef
+from tests._lm_fixtures import lm_worker_context
 
 pytestmark = pytest.mark.slow  # a worker process boots a browser and the bundled sites
 
@@ -30,7 +31,10 @@ def test_families_mix_sites_and_pair_a_stream_task_with_a_calibration_task() -> 
 
 
 def test_the_failure_injected_web_expert_runs_real_liveweb_instances() -> None:
-    worker = ProcessWorker(WorkerSpec("web-coin", "oracle", price_per_call=1.0, failure_rate=0.5))
+    worker = ProcessWorker(
+        WorkerSpec("web-coin", "oracle", price_per_call=1.0, failure_rate=0.5),
+        start_method=lm_worker_context(),
+    )
     stream, _ = liveweb_families(0, (FAMILY,))[FAMILY]
     ref = TaskRef(LIVEWEB, stream, 0, f"web:{FAMILY}")
     try:
@@ -56,6 +60,8 @@ def test_an_lm_worker_in_one_mixed_evmquest_and_liveweb_stream(tmp_path: Path, t
             "include": ["lm-target"],
             "max_new_tokens": 48,
             "web_max_new_tokens": 24,
+            # forked from a server that imported torch and transformers once (tests/_lm_fixtures.py)
+            "start_method": lm_worker_context(),
         },
         "categories": ("query",),
         "liveweb_families": (FAMILY,),

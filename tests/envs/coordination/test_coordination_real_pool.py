@@ -16,6 +16,7 @@ import pytest
 from lynn.agents.linucb import LinUCBAgent
 from lynn.envs.coordination import CoordinationEnv
 from lynn.envs.coordination.workers_protocol import ResultCache
+from tests._lm_fixtures import lm_worker_context
 
 pytestmark = pytest.mark.slow  # worker processes each boot a chain (~1-3 min in all on 2 busy cores)
 
@@ -33,7 +34,9 @@ SPECS = [
 def make_env(cache: Path, votes: int = 3, **kwargs) -> CoordinationEnv:
     scenario = {
         "workers": "lynn.agents.workers:workers_from_specs",
-        "worker_kwargs": {"specs": SPECS},
+        # Worker processes forked from a server that imported torch, transformers and the EVMQuest genesis once
+        # (as Echo's LM rollout workers are): each is still a process of its own, killed and detected the same.
+        "worker_kwargs": {"specs": SPECS, "start_method": lm_worker_context()},
         "categories": ("query", "wrap"),
         "tasks_per_category": 1,
         "stream_seeds": (0, 1),
@@ -158,7 +161,11 @@ def test_lm_policy_worker_in_its_own_process(tiny_lm: Path, tmp_path: Path) -> N
     from lynn.agents.workers import PRICES, evmquest_pool
 
     workers = evmquest_pool(
-        target=str(tiny_lm), draft=str(tiny_lm), include=["lm-target"], max_new_tokens=LM_TOKENS
+        target=str(tiny_lm),
+        draft=str(tiny_lm),
+        include=["lm-target"],
+        max_new_tokens=LM_TOKENS,
+        start_method=lm_worker_context(),
     )
     env = CoordinationEnv(
         scenario="real-pool",
@@ -219,6 +226,7 @@ def test_the_draft_alone_worker_and_a_target_degraded_to_it(
         draft=str(tiny_draft),
         include=["lm-target", "lm-draft"],
         max_new_tokens=LM_TOKENS,
+        start_method=lm_worker_context(),
     )
     target, draft = workers
     assert (
@@ -276,6 +284,7 @@ def test_an_openai_endpoint_worker_over_a_real_transformers_serve(tiny_lm: Path,
             llm_url=server.base_url,
             llm_model=server.model,
             max_new_tokens=LM_TOKENS,
+            start_method=lm_worker_context(),
         )
         env = CoordinationEnv(
             scenario="real-pool",
