@@ -51,6 +51,11 @@ class DynaWebConfig:
         0.5, "fraction of each batch's trajectories that are real expert ones, in [0, 1)"
     )
     expert_advantage: float = _f(1.0, "the advantage every expert step enters the loss with")
+    expert_only: bool = _f(
+        False,
+        "ablation: no rollouts; each update trains on the expert trajectories this config's batch would "
+        "interleave (the same draws), i.e. BC continued with the same optimiser, updates and expert rows",
+    )
     branch_ratio: float = _f(
         0.0,
         "fraction of groups that start at a state of a real expert train episode of their task (MBPO-style "
@@ -104,6 +109,10 @@ class DynaWebConfig:
         if self.expert_ratio > 0 and not self.expert_data:
             raise ValueError(
                 "expert_ratio > 0 needs expert_data=DIR (`lynn collect Lynn/LiveWeb-v0 --split train`)"
+            )
+        if self.expert_only and self.expert_ratio <= 0:
+            raise ValueError(
+                "expert_only needs expert_ratio > 0 (it trains on the interleaved expert rows alone)"
             )
         if not 0.0 <= self.branch_ratio <= 1.0:
             raise ValueError("branch_ratio must be in [0, 1]")

@@ -5,7 +5,9 @@ Per update ``u`` (a fixed number of them, never a time budget):
 1. draw ``R`` train tasks and run ``G`` rollouts of each (:func:`~lynn.agents.dynaweb.rollouts.run_episodes`,
    all ``R·G`` in lockstep: one batched generation and one batched world-model step per imagined step);
 2. draw the expert trajectories for the batch (:mod:`~lynn.agents.dynaweb.expert`, ratio ``expert_ratio``);
-3. one update of :class:`~lynn.agents.dynaweb.learner.DynaWebLearner` on their rows;
+3. one update of :class:`~lynn.agents.dynaweb.learner.DynaWebLearner` on their rows (``expert_only``, an
+   ablation: the same draws, no rollouts, the expert rows alone: BC continued with the same optimiser and
+   steps, to tell what imagination adds from what the interleaved expert rows add);
 4. every ``eval_every`` updates, the greedy policy on ``eval_tasks`` **train** instances of the real
    ``Lynn/LiveWeb-v0`` (real browser): the validation success of the learning curve.
 
@@ -127,12 +129,22 @@ def _curve(
 
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
     xs = [h["update"] for h in history]
-    ax.plot(
-        xs, [h["rollout_reward"] for h in history], lw=1.2, color="tab:blue", label="rollout reward (mean)"
-    )
-    ax.plot(
-        xs, [h["rollout_success"] for h in history], lw=1.0, ls=":", color="tab:blue", label="rollout success"
-    )
+    if history and history[-1]["rollout_reward"] is not None:  # None: expert_only, no rollouts
+        ax.plot(
+            xs,
+            [h["rollout_reward"] for h in history],
+            lw=1.2,
+            color="tab:blue",
+            label="rollout reward (mean)",
+        )
+        ax.plot(
+            xs,
+            [h["rollout_success"] for h in history],
+            lw=1.0,
+            ls=":",
+            color="tab:blue",
+            label="rollout success",
+        )
     if evals:
         ex = [e["update"] for e in evals]
         ax.plot(
@@ -143,7 +155,8 @@ def _curve(
     ax.set_ylim(-0.03, 1.03)
     ax.set_title(title, fontsize=9)
     ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="best")
+    if ax.get_legend_handles_labels()[0]:  # expert_only without validation: nothing to label
+        ax.legend(fontsize=7, loc="best")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
@@ -269,15 +282,20 @@ def train_dynaweb(cfg: DynaWebConfig) -> dict[str, Any]:
                     branch = branches.draw(rng, tasks[int(k)])
                 episodes += [(tasks[int(k)], reset_seed, branch)] * G  # a group shares its start
             sample_seed = int(rng.integers(2**31))
-            trajs = run_episodes(
-                envs,
-                policy,
-                episodes,
-                cfg.horizon,
-                seed=sample_seed,
-                source="imagined" if cfg.imagined else "real",
+            # expert_only (the ablation) draws exactly what a DynaWeb update would, then skips its rollouts
+            trajs = (
+                []
+                if cfg.expert_only
+                else run_episodes(
+                    envs,
+                    policy,
+                    episodes,
+                    cfg.horizon,
+                    seed=sample_seed,
+                    source="imagined" if cfg.imagined else "real",
+                )
             )
-            groups = [trajs[i * G : (i + 1) * G] for i in range(R)]
+            groups = [trajs[i * G : (i + 1) * G] for i in range(R)] if trajs else []
             experts = []
             if expert is not None:
                 idx = expert.sample(rng, expert_count(R * G, cfg.expert_ratio))
@@ -293,14 +311,19 @@ def train_dynaweb(cfg: DynaWebConfig) -> dict[str, Any]:
                 counts["real_rollout_steps"] += steps + replayed
             counts["expert_steps_trained"] += sum(len(t.steps) for t in experts)
             rewards = [t.reward for t in trajs]
+            none = None  # expert_only: no rollouts to average
             rec = {
                 "update": u + 1,
-                "rollout_reward": float(np.mean(rewards)),
-                "rollout_success": float(np.mean([t.success for t in trajs])),
+                "rollout_reward": float(np.mean(rewards)) if trajs else none,
+                "rollout_success": float(np.mean([t.success for t in trajs])) if trajs else none,
                 "rollout_steps": steps,
                 "rollout_parse_errors": sum(t.errors for t in trajs),
-                "answered": float(np.mean([bool(t.info.get("terminated")) for t in trajs])),
-                "zero_std_groups": float(np.mean([np.std([t.reward for t in g]) < 1e-8 for g in groups])),
+                "answered": float(np.mean([bool(t.info.get("terminated")) for t in trajs]))
+                if trajs
+                else none,
+                "zero_std_groups": (
+                    float(np.mean([np.std([t.reward for t in g]) < 1e-8 for g in groups])) if groups else none
+                ),
                 "group_rewards": [[t.reward for t in g] for g in groups],
                 "expert_trajectories": len(experts),
                 "expert_tasks": [t.task_id for t in experts],
@@ -325,7 +348,9 @@ def train_dynaweb(cfg: DynaWebConfig) -> dict[str, Any]:
                     mixture.save(saved)
             if bar is not None:
                 bar.update(1)
-                post = {"reward": f"{rec['rollout_reward']:.2f}", "loss": f"{m['loss']:+.3f}"}
+                post = {"loss": f"{m['loss']:+.3f}"}
+                if rec["rollout_reward"] is not None:
+                    post["reward"] = f"{rec['rollout_reward']:.2f}"
                 if evals:
                     post["val"] = f"{evals[-1]['success']:.2f}"
                 bar.set_postfix(post)
@@ -353,17 +378,24 @@ def train_dynaweb(cfg: DynaWebConfig) -> dict[str, Any]:
         "validation_tasks": val_tasks,
         "real_interactions": _real_interactions(cfg, counts, expert),
         "counts": counts,
-        "final_rollout_reward": float(np.mean([h["rollout_reward"] for h in last])) if last else None,
-        "final_rollout_success": float(np.mean([h["rollout_success"] for h in last])) if last else None,
+        "final_rollout_reward": _mean_of(last, "rollout_reward"),
+        "final_rollout_success": _mean_of(last, "rollout_success"),
         "evals": evals,
         "history": history,
         "curve": str(out / "curve.png"),
     }
     (final / "dynaweb.json").write_text(json.dumps({k: summary[k] for k in ("config", "updates")}, indent=1))
-    label = f"{'DynaWeb' if cfg.imagined else 'live RL'} · ρ={cfg.expert_ratio} · G={G} · H={cfg.horizon}"
+    kind = "expert rows only" if cfg.expert_only else "DynaWeb" if cfg.imagined else "live RL"
+    label = f"{kind} · ρ={cfg.expert_ratio} · G={G} · H={cfg.horizon}"
     _curve(history, evals, out / "curve.png", label, "imagined" if cfg.imagined else "real rollout")
     (out / SUMMARY).write_text(json.dumps(summary, indent=1, default=str))
     return summary
+
+
+def _mean_of(history: list[dict[str, Any]], key: str) -> float | None:
+    """The mean of ``key`` over ``history``; None without values (no updates, or expert_only's rows)."""
+    values = [h[key] for h in history if h[key] is not None]
+    return sum(values) / len(values) if values else None
 
 
 def _mixture_params(cfg: DynaWebConfig, policy: str, ckpt: Path | None) -> Any:
@@ -420,9 +452,14 @@ def cmd_train_dynaweb(args: Any) -> int:
     s = train_dynaweb(cfg)
     ev = s["evals"][-1] if s["evals"] else None
     where = "imagined" if cfg.imagined else "real"
+    reward = s["final_rollout_reward"]
     print(
-        f"{s['updates']} updates in {s['minutes']:.1f} min; {where} rollout reward (last 5) "
-        f"{s['final_rollout_reward']:.3f}"
+        f"{s['updates']} updates in {s['minutes']:.1f} min; "
+        + (
+            f"{where} rollout reward (last 5) {reward:.3f}"
+            if reward is not None
+            else "no rollouts (expert_only)"
+        )
         + (f"; real validation success {ev['successes']}/{ev['episodes']}" if ev else "")
         + f" -> {s['final']} (curve {s['curve']}, summary {Path(cfg.out) / SUMMARY})"
     )

@@ -70,6 +70,18 @@ def test_batches_interleave_expert_trajectories_at_the_ratio(run_cfg):
     assert all(h["expert_trajectories"] == 0 == h["expert_rows"] for h in s0["history"])
     assert Path(s["curve"]).stat().st_size > 0
     assert json.loads((Path(s["config"]["out"]) / "summary.json").read_text())["updates"] == 3
+    # The ablation: the same expert draws, no rollouts, the expert rows alone (BC continued).
+    root = Path(s["config"]["out"]).parent
+    se = train_dynaweb(
+        run_cfg(expert_ratio=0.5, group_size=2, updates=3, expert_only=True, out=str(root / "bc"))
+    )
+    assert [h["expert_tasks"] for h in se["history"]] == [h["expert_tasks"] for h in s["history"]]
+    assert all(h["rollout_steps"] == 0 and h["rows"] == h["expert_rows"] > 0 for h in se["history"])
+    assert se["final_rollout_reward"] is None and se["counts"]["rollout_steps"] == 0
+    start, trained = _weights(Path(se["config"]["policy"])), _weights(Path(se["final"]))
+    assert any(not start[k].equal(trained[k]) for k in start)  # the expert rows trained it
+    with pytest.raises(ValueError, match="expert_only needs expert_ratio"):
+        run_cfg(expert_ratio=0.0, expert_only=True)
 
 
 def _weights(folder: Path) -> dict:
