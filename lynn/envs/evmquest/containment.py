@@ -3,8 +3,10 @@
 One design, used by :mod:`~lynn.envs.evmquest.sandbox` (Python scripts) and
 :mod:`~lynn.envs.evmquest.typescript` (TypeScript under Bun):
 
-* **Env side** (:class:`ScriptSandbox`): starts a fork server (``python -m MODULE FD [CONFIG]``)
-  once, hands it one fresh socket pair per script (``SCM_RIGHTS``), answers the script's
+* **Env side** (:class:`ScriptSandbox`): takes a fork server (``python -m MODULE FD [CONFIG]``;
+  by default shared by the process's sandboxes of its kind, one job at a time each, started
+  when none is idle or the last one died), hands it one fresh socket pair per script
+  (``SCM_RIGHTS``) with that script's limits, answers the script's
   newline-delimited JSON-RPC from a **whitelist of read methods** (:data:`READ_METHODS`, plus
   ``eth_signTypedData_v4`` for the agent's own address, signed by the env: the key never leaves
   it; anything else is refused and recorded as a violation), enforces the wall-clock limit and
@@ -32,6 +34,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import weakref
 from collections.abc import Callable, Sequence
@@ -129,8 +132,94 @@ def recv_msg(sock: socket.socket, with_fds: bool = False) -> tuple[Any, list[int
 
 
 # ----------------------------------------------------------------------------- env side
+class _Server:
+    """One running fork server (``python -m MODULE FD [CONFIG]``) and its control channel.
+
+    A server runs one job at a time; whoever holds it (:func:`_checkout`) owns the channel for the
+    whole job, so two jobs' messages never interleave. Only the process that started it ever stops
+    it: a forked copy of this object (``owner`` differs) just closes its copy of the channel.
+    """
+
+    def __init__(self, module: str, config: list[str], stderr: bool, name: str) -> None:
+        self.owner = os.getpid()
+        self.control, child_end = socket.socketpair()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", module, str(child_end.fileno()), *config],
+            pass_fds=[child_end.fileno()],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=None if stderr else subprocess.PIPE,
+            env={k: v for k, v in os.environ.items() if k in ("PATH", "PYTHONPATH", "LANG", "HOME")},
+        )
+        child_end.close()
+        cgroups: list[str] = []  # removed once the server has stopped (its scripts are all gone then)
+        self._finalizer = weakref.finalize(
+            self, _shutdown_if_owner, self.owner, self.process, self.control, cgroups
+        )
+        try:
+            ready, _ = recv_msg(self.control)
+        except EOFError:
+            err = self.process.stderr.read().decode(errors="replace") if self.process.stderr else ""
+            self.close()
+            raise RuntimeError(f"{name} failed to start: {err[-800:]}") from None
+        self.isolation: dict[str, Any] = ready.get("isolation", {})
+        if ready.get("cgroup"):
+            cgroups.append(str(ready["cgroup"]))
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def close(self) -> None:
+        self._finalizer()
+
+
+def _shutdown_if_owner(
+    owner: int, process: subprocess.Popen[bytes], control: socket.socket, cgroups: Sequence[str]
+) -> None:
+    if os.getpid() == owner:
+        shutdown_server(process, control, cgroups)
+    else:  # a forked copy: the server belongs to the parent
+        try:
+            control.close()
+        except OSError:
+            pass
+
+
+# Shared servers: (pid, module, config, stderr) -> the idle servers of that key. The pid in the key
+# keeps a forked child from ever using its parent's servers (it starts its own).
+SHARED_LINGER_S = 3.0  # an unused key's idle servers stop this long after its last sandbox closed
+_IDLE: dict[tuple[Any, ...], list[_Server]] = {}
+_USERS: dict[tuple[Any, ...], int] = {}
+_SHARED_LOCK = threading.Lock()
+
+
+def _release_key(key: tuple[Any, ...]) -> None:
+    """Stop the key's idle servers if no sandbox uses the key (any more)."""
+    with _SHARED_LOCK:
+        if _USERS.get(key, 0) > 0:
+            return
+        servers = _IDLE.pop(key, [])
+    for server in servers:
+        server.close()
+
+
+def shared_server_pids() -> list[int]:
+    """Process ids of this process's idle shared fork servers (all kinds)."""
+    with _SHARED_LOCK:
+        return [s.process.pid for k, v in _IDLE.items() if k[0] == os.getpid() for s in v]
+
+
 class ScriptSandbox:
-    """Owns one contained fork server; :meth:`run` executes one script against an RPC handler.
+    """Runs one script at a time in a fresh contained child of a fork server (:meth:`run`).
+
+    By default (``shared=True``) the sandboxes of one process share their fork servers: a job
+    takes an idle server of its kind (same module, configuration and stderr) for its whole length,
+    or starts one when none is idle (so concurrent jobs from several threads each get their own);
+    the server goes back to the idle list afterwards. Every script still runs in its own freshly
+    forked child, the limits travel with each job, and a server found dead is replaced. The idle
+    servers of a kind stop :data:`SHARED_LINGER_S` after the process's last sandbox of that kind
+    closed (or at exit). ``shared=False`` gives the sandbox a server of its own, stopped by
+    :meth:`close`.
 
     Subclasses name the server's module (:attr:`server_module`, run as ``python -m``) and what
     it is called in errors (:attr:`server_name`).
@@ -140,40 +229,96 @@ class ScriptSandbox:
         config: extra command-line arguments of the server (after its control descriptor).
         stderr: whether the server's stderr goes through to the env's (otherwise it is read
             only to explain a failed start).
+        shared: share fork servers with the process's other sandboxes of the same kind.
     """
 
     server_module = ""
     server_name = "sandbox fork server"
 
     def __init__(
-        self, limits: SandboxLimits | None = None, config: list[str] | None = None, stderr: bool = False
+        self,
+        limits: SandboxLimits | None = None,
+        config: list[str] | None = None,
+        stderr: bool = False,
+        shared: bool = True,
     ) -> None:
         self.limits = limits or SandboxLimits()
-        self._control, child_end = socket.socketpair()
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", self.server_module, str(child_end.fileno()), *(config or [])],
-            pass_fds=[child_end.fileno()],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=None if stderr else subprocess.PIPE,
-            env={k: v for k, v in os.environ.items() if k in ("PATH", "PYTHONPATH", "LANG", "HOME")},
-        )
-        child_end.close()
-        cgroups: list[str] = []  # removed once the server has stopped (its scripts are all gone then)
-        self._finalizer = weakref.finalize(self, shutdown_server, self.process, self._control, cgroups)
-        try:
-            ready, _ = recv_msg(self._control)
-        except EOFError:
-            err = self.process.stderr.read().decode(errors="replace") if self.process.stderr else ""
-            self.close()
-            raise RuntimeError(f"{self.server_name} failed to start: {err[-800:]}") from None
-        self.isolation: dict[str, Any] = ready.get("isolation", {})
-        if ready.get("cgroup"):
-            cgroups.append(str(ready["cgroup"]))
+        self.shared = shared
+        self._config = list(config or [])
+        self._stderr = stderr
+        self._closed = False
+        self._own: _Server | None = None
+        self._own_lock = threading.Lock()
+        self._users: dict[tuple[Any, ...], weakref.finalize] = {}  # key -> its _drop_user
+        # Start (or find) a server now: a failed start is reported at construction, as before.
+        server = self._checkout()
+        self._server = server
+        self.isolation: dict[str, Any] = server.isolation
+        self._checkin(server)
 
     @property
     def pid(self) -> int:
-        return self.process.pid
+        """The fork server this sandbox used last (its own one with ``shared=False``)."""
+        return self._server.process.pid
+
+    @property
+    def process(self) -> subprocess.Popen[bytes]:
+        return self._server.process
+
+    @property
+    def _key(self) -> tuple[Any, ...]:
+        """Which shared servers this sandbox may use: the current process's of its kind."""
+        return (os.getpid(), self.server_module, tuple(self._config), self._stderr)
+
+    def _start(self) -> _Server:
+        return _Server(self.server_module, self._config, self._stderr, self.server_name)
+
+    def _checkout(self) -> _Server:
+        """A live server held for one job (started if none is idle)."""
+        if self._closed:
+            raise RuntimeError(f"{self.server_name}: the sandbox is closed")
+        if not self.shared:
+            self._own_lock.acquire()
+            if self._own is None or not self._own.alive() or self._own.owner != os.getpid():
+                if self._own is not None:
+                    self._own.close()
+                try:
+                    self._own = self._start()
+                except BaseException:
+                    self._own_lock.release()
+                    raise
+            return self._own
+        key = self._key
+        dead: list[_Server] = []
+        server = None
+        with _SHARED_LOCK:
+            if key not in self._users:  # first use in this process: count this sandbox in
+                _USERS[key] = _USERS.get(key, 0) + 1
+                self._users[key] = weakref.finalize(self, _drop_user, key)
+            idle = _IDLE.get(key, [])
+            while idle and server is None:
+                candidate = idle.pop()
+                if candidate.alive():
+                    server = candidate
+                else:
+                    dead.append(candidate)
+        for d in dead:
+            d.close()
+        return server if server is not None else self._start()
+
+    def _checkin(self, server: _Server) -> None:
+        if not self.shared:
+            self._own_lock.release()
+            return
+        if not server.alive():
+            server.close()
+            return
+        key = self._key
+        with _SHARED_LOCK:
+            if _USERS.get(key, 0) > 0 and server.owner == key[0]:
+                _IDLE.setdefault(key, []).append(server)
+                return
+        server.close()  # the last sandbox of its kind closed meanwhile
 
     def run(
         self,
@@ -192,33 +337,57 @@ class ScriptSandbox:
             handle_rpc: answers one whitelisted JSON-RPC call (wire params, wire result); it may
                 raise ``PermissionError`` (recorded as a violation) or any error (sent back).
         """
-        start = time.monotonic()
-        if self.process.poll() is not None:
-            return ScriptResult(ok=False, error="sandbox fork server is not running")
-        mine, theirs = socket.socketpair()
-        try:
-            send_msg(
-                self._control,
-                {
-                    "source": source,
-                    "agent_address": agent_address,
-                    "contracts": contracts,
-                    "limits": self.limits.__dict__,
-                },
-                fds=[theirs.fileno()],
-            )
-        finally:
-            theirs.close()
-        started, _ = recv_msg(self._control)
-        pid = int(started["pid"])
-        result = self._serve(mine, pid, start, handle_rpc)
-        mine.close()
-        exit_msg, _ = recv_msg(self._control)
-        status = exit_msg.get("status", "")
-        if not result.ok and result.error is None:
-            result.error = f"script process ended without a result ({status})"
-        result.wall_s = time.monotonic() - start
-        return result
+        job = {
+            "source": source,
+            "agent_address": agent_address,
+            "contracts": contracts,
+            "limits": self.limits.__dict__,
+        }
+        for attempt in (0, 1):
+            try:
+                server = self._checkout()
+            except RuntimeError as exc:
+                return ScriptResult(ok=False, error=str(exc))
+            self._server = server
+            start = time.monotonic()
+            mine, theirs = socket.socketpair()
+            pid = 0
+            try:
+                try:
+                    send_msg(server.control, job, fds=[theirs.fileno()])
+                finally:
+                    theirs.close()
+                started, _ = recv_msg(server.control)
+                pid = int(started["pid"])
+                result = self._serve(mine, pid, start, handle_rpc)
+                mine.close()
+                exit_msg, _ = recv_msg(server.control)
+            except (EOFError, OSError):  # the server died (was killed) under this job
+                mine.close()
+                if pid:
+                    _kill(pid)
+                server.close()
+                self._checkin(server)
+                if not pid and not attempt:
+                    continue  # the script never started: run it on a new server
+                return ScriptResult(
+                    ok=False,
+                    error=f"{self.server_name} stopped during the script",
+                    wall_s=time.monotonic() - start,
+                )
+            except BaseException:  # the channel is mid-job: nobody may use this server again
+                mine.close()
+                if pid:
+                    _kill(pid)
+                server.close()
+                self._checkin(server)
+                raise
+            self._checkin(server)
+            if not result.ok and result.error is None:
+                result.error = f"script process ended without a result ({exit_msg.get('status', '')})"
+            result.wall_s = time.monotonic() - start
+            return result
+        raise AssertionError("unreachable")
 
     def _serve(
         self, sock: socket.socket, pid: int, start: float, handle_rpc: Callable[[str, list[Any]], Any]
@@ -299,14 +468,40 @@ class ScriptSandbox:
             return _rpc_error(req_id, -32000, str(exc)[:1000] or type(exc).__name__)
 
     def close(self) -> None:
-        """Stop the fork server (idempotent)."""
-        self._finalizer()
+        """Stop using the fork server (idempotent): its own one stops now, a shared one when unused."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.shared:
+            for drop in list(self._users.values()):
+                drop()
+        else:
+            with self._own_lock:
+                if self._own is not None:
+                    self._own.close()
 
     def __enter__(self) -> ScriptSandbox:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _drop_user(key: tuple[Any, ...]) -> None:
+    """One sandbox of ``key`` fewer; the last one's leaving stops the idle servers after a linger."""
+    with _SHARED_LOCK:
+        _USERS[key] = _USERS.get(key, 1) - 1
+        last = _USERS[key] <= 0
+    if last:
+        if os.getpid() != key[0] or SHARED_LINGER_S <= 0 or sys.is_finalizing():
+            _release_key(key)
+        else:
+            timer = threading.Timer(SHARED_LINGER_S, _release_key, (key,))
+            timer.daemon = True
+            try:
+                timer.start()
+            except RuntimeError:  # interpreter shutdown: no new threads
+                _release_key(key)
 
 
 def _rpc_error(req_id: Any, code: int, message: str) -> dict[str, Any]:

@@ -186,6 +186,10 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
         self.world = genesis_world(self.chain, self.profile)
         self._snapshot = self.chain.snapshot()
 
+    # The script sandbox's fork server is shared with the process's other EVMQuest envs (each
+    # script still runs in a fresh contained child); False gives this env a server of its own.
+    shared_sandbox = True
+
     def _ensure_sandbox(self) -> Any:
         if self.sandbox is None:
             from lynn.envs.evmquest.sandbox import Sandbox, SandboxLimits
@@ -193,9 +197,13 @@ class EVMQuestEnv(gym.Env[dict[str, Any], str]):
             if self.script_language == "typescript":
                 from lynn.envs.evmquest.typescript import TypeScriptSandbox
 
-                self.sandbox = TypeScriptSandbox(SandboxLimits(wall_s=self.script_timeout_s))
+                self.sandbox = TypeScriptSandbox(
+                    SandboxLimits(wall_s=self.script_timeout_s), shared=self.shared_sandbox
+                )
             else:
-                self.sandbox = Sandbox(SandboxLimits(wall_s=self.script_timeout_s))
+                self.sandbox = Sandbox(
+                    SandboxLimits(wall_s=self.script_timeout_s), shared=self.shared_sandbox
+                )
         return self.sandbox
 
     @classmethod

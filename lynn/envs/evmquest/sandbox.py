@@ -1,9 +1,10 @@
 """Run Python agent scripts in a contained worker; the env's process never executes agent code.
 
-Design (one :class:`Sandbox` per env; the containment itself is
-:mod:`~lynn.envs.evmquest.containment`'s, shared with the TypeScript runner):
+Design (one :class:`Sandbox` per env, the fork server shared by a process's sandboxes; the
+containment itself is :mod:`~lynn.envs.evmquest.containment`'s, shared with the TypeScript runner):
 
-* A **fork server** (``python -m lynn.envs.evmquest.sandbox FD``) is started once. It imports
+* A **fork server** (``python -m lynn.envs.evmquest.sandbox FD``) is started once per process
+  (all its envs' sandboxes share it; one more only while scripts run concurrently). It imports
   web3 and warms it up, then waits for jobs on a control socket. Forking a warm process keeps
   the cost per script to a few milliseconds instead of a fresh interpreter's second.
 * For each script the env makes a fresh socket pair and hands one end to the server
@@ -54,13 +55,15 @@ class Sandbox(ScriptSandbox):
 
     Args:
         limits: per-script limits.
+        shared: share the fork server with the process's other Python sandboxes (see
+            :class:`~lynn.envs.evmquest.containment.ScriptSandbox`); ``False``: one of its own.
     """
 
     server_module = "lynn.envs.evmquest.sandbox"
     server_name = "sandbox fork server"
 
-    def __init__(self, limits: SandboxLimits | None = None) -> None:
-        super().__init__(limits)
+    def __init__(self, limits: SandboxLimits | None = None, shared: bool = True) -> None:
+        super().__init__(limits, shared=shared)
 
 
 # ----------------------------------------------------------------------------- server side

@@ -153,12 +153,14 @@ class TypeScriptSandbox(ScriptSandbox):
     Args:
         limits: per-script limits (``memory_bytes`` bounds the writable memory, ``RLIMIT_DATA``:
             JavaScript engines reserve far more address space than they use).
+        shared: share the fork server with the process's other TypeScript sandboxes of the same
+            configuration (see :class:`~lynn.envs.evmquest.containment.ScriptSandbox`).
     """
 
     server_module = "lynn.envs.evmquest.typescript"
     server_name = "TypeScript sandbox server"
 
-    def __init__(self, limits: SandboxLimits | None = None) -> None:
+    def __init__(self, limits: SandboxLimits | None = None, shared: bool = True) -> None:
         limits = limits or SandboxLimits()
         bun = bun_path()
         bundle = harness_bundle(bun)
@@ -169,7 +171,7 @@ class TypeScriptSandbox(ScriptSandbox):
             "memory_bytes": limits.memory_bytes,
             "debug": bool(os.environ.get("LYNN_TS_DEBUG")),  # Bun's stderr reaches the env's stderr
         }
-        super().__init__(limits, config=[json.dumps(config)], stderr=config["debug"])
+        super().__init__(limits, config=[json.dumps(config)], stderr=config["debug"], shared=shared)
 
     def _answer(
         self, msg: dict[str, Any], result: ScriptResult, handle_rpc: Callable[[str, list[Any]], Any]

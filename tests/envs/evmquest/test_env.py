@@ -134,6 +134,7 @@ def test_random_agent_scores_about_zero(evm_env: EVMQuestEnv) -> None:
 
 def test_close_stops_sandbox_server() -> None:
     env = EVMQuestEnv(task="contract_call_simple")
+    env.shared_sandbox = False  # a server of its own (a shared one outlives the env: test_sandbox.py)
     env.reset(seed=0)
     env.step(LOGIC["contract_call_simple"].script(env.instance.params, env.names))
     pid = env.sandbox.pid

@@ -1,13 +1,18 @@
-"""Hostile scripts: each scores 0 with a clear error, and the next episode still works."""
+"""Hostile scripts: each scores 0 with a clear error, and the next episode still works; shared fork servers."""
 
 from __future__ import annotations
 
 import os
+import signal
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from lynn.envs.evmquest import containment
 from lynn.envs.evmquest.catalog import LOGIC
 from lynn.envs.evmquest.evmquest_env import EVMQuestEnv
+from lynn.envs.evmquest.sandbox import Sandbox, SandboxLimits
 
 TASK = "bnb_transfer_basic"
 
@@ -153,3 +158,101 @@ def test_permit_signature_comes_from_the_env(fast_env: EVMQuestEnv) -> None:
     )
     assert info["success"], info["checks"]
     assert "eth_signTypedData_v4" not in str(info["error"])
+
+
+# ----------------------------------------------------------------------------- shared fork servers
+ECHO_PID = skill("import os\nreturn {'query_result': os.getpid()}")
+
+
+def _no_rpc(method: str, params: list) -> None:
+    raise PermissionError("no chain here")
+
+
+def _gone(pid: int, within: float = 10.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                if fh.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    return True
+        except OSError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _child_pid(sb: Sandbox) -> int:
+    r = sb.run(ECHO_PID, "0x" + "ab" * 20, {}, _no_rpc)
+    assert r.ok, r.error
+    return int(r.value["query_result"])
+
+
+class _OwnKind(Sandbox):
+    """Python sandboxes of a kind of their own (an extra server argument, which it ignores): no
+    other sandbox of the test process (a module's or the session's env) shares their server."""
+
+    def __init__(self, limits: SandboxLimits | None = None) -> None:
+        containment.ScriptSandbox.__init__(self, limits, config=["test-kind"])
+
+
+def test_sandboxes_of_a_process_share_one_server_and_recover_from_its_death() -> None:
+    a, b = _OwnKind(SandboxLimits(wall_s=1.5)), _OwnKind(SandboxLimits(wall_s=2.5))
+    try:
+        assert a.pid == b.pid  # one server for both...
+        first, second = _child_pid(a), _child_pid(b)
+        assert first != second and a.pid not in (first, second)  # ...a fresh child per script
+        # Each job carries its own limits: b's longer wall-clock limit is b's, not a's.
+        assert "limit of 1.5 s" in a.run(skill("import time\ntime.sleep(60)"), "0x", {}, _no_rpc).error
+        assert "limit of 2.5 s" in b.run(skill("import time\ntime.sleep(60)"), "0x", {}, _no_rpc).error
+        dead = a.pid
+        os.kill(dead, signal.SIGKILL)
+        assert _gone(dead)
+        _child_pid(a), _child_pid(b)  # both go on, on one new server
+        assert a.pid == b.pid != dead
+        a.close()
+        _child_pid(b)  # closing one sandbox leaves the other's server alone
+        assert "closed" in a.run(ECHO_PID, "0x", {}, _no_rpc).error
+    finally:
+        a.close()
+        b.close()
+    assert _gone(b.pid, within=containment.SHARED_LINGER_S + 5)  # stops once nothing uses it
+
+
+def test_concurrent_scripts_get_servers_of_their_own() -> None:
+    sandboxes = [Sandbox(SandboxLimits(wall_s=10)) for _ in range(2)]
+    try:
+        slow = skill("import os, time\ntime.sleep(1)\nreturn {'query_result': os.getpid()}")
+        with ThreadPoolExecutor(2) as pool:
+            results = list(pool.map(lambda sb: sb.run(slow, "0x", {}, _no_rpc), sandboxes))
+        assert all(r.ok for r in results), [r.error for r in results]
+        assert len({r.value["query_result"] for r in results}) == 2
+        assert len({sb.pid for sb in sandboxes}) == 2  # no job waited for, or interleaved with, another
+        assert {sb.pid for sb in sandboxes} <= set(containment.shared_server_pids())  # idle again, kept
+    finally:
+        for sb in sandboxes:
+            sb.close()
+
+
+def test_forked_child_starts_its_own_server() -> None:
+    sb = Sandbox()
+    try:
+        parent_server = sb.pid
+        read, write = os.pipe()
+        child = os.fork()
+        if child == 0:  # pragma: no cover (runs in the child)
+            code = 1
+            try:
+                os.close(read)
+                os.write(write, f"{_child_pid(sb)} {sb.pid}".encode())
+                sb.close()
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(write)
+        with os.fdopen(read) as fh:
+            script, child_server = (int(x) for x in fh.read().split())
+        assert os.waitpid(child, 0)[1] == 0 and script > 0
+        assert child_server != parent_server  # the child never talks on its parent's channel
+        assert sb.pid == parent_server and _child_pid(sb)  # the parent's server is untouched
+    finally:
+        sb.close()

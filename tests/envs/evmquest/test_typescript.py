@@ -159,7 +159,8 @@ def _descendants(pid: int) -> list[int]:
 def test_wall_limit_kills_the_whole_tree() -> None:
     import time
 
-    with typescript.TypeScriptSandbox(SandboxLimits(wall_s=3, cpu_s=2)) as sb:
+    # A server of its own: the test looks at its process tree and its memory cgroup, gone at close().
+    with typescript.TypeScriptSandbox(SandboxLimits(wall_s=3, cpu_s=2), shared=False) as sb:
         r = run(sb, "await new Promise(() => {}); return {};")  # nothing left to wake it: Bun would just exit
         assert not r.ok and "never settled" in r.error, r.error
         r = run(sb, "await new Promise((r) => setTimeout(r, 60_000)); return {};")  # waits without using CPU
