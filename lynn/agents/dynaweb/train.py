@@ -130,21 +130,11 @@ def _curve(
     fig, ax = plt.subplots(figsize=(6.5, 3.8))
     xs = [h["update"] for h in history]
     if history and history[-1]["rollout_reward"] is not None:  # None: expert_only, no rollouts
-        ax.plot(
-            xs,
-            [h["rollout_reward"] for h in history],
-            lw=1.2,
-            color="tab:blue",
-            label="rollout reward (mean)",
-        )
-        ax.plot(
-            xs,
-            [h["rollout_success"] for h in history],
-            lw=1.0,
-            ls=":",
-            color="tab:blue",
-            label="rollout success",
-        )
+        for key, lw, ls, label in (
+            ("rollout_reward", 1.2, "-", "rollout reward (mean)"),
+            ("rollout_success", 1.0, ":", "rollout success"),
+        ):
+            ax.plot(xs, [h[key] for h in history], lw=lw, ls=ls, color="tab:blue", label=label)
     if evals:
         ex = [e["update"] for e in evals]
         ax.plot(
