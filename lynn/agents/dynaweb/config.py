@@ -19,6 +19,7 @@ IMAGINED = "Lynn/WebWorldModel-v0"
 REAL = "Lynn/LiveWeb-v0"
 LEVELS = ("sequence", "token")
 REWARD_MODES = ("binary", "prob")
+REWARD_SOURCES = ("model", "checks")  # lynn.envs.worldmodel.worldmodel_env's (not imported: no gym here)
 
 
 def _f(default: Any, help: str, **kw: Any) -> Any:  # noqa: A002  (argparse's own word)
@@ -43,6 +44,19 @@ class DynaWebConfig:
     env: str = _f(IMAGINED, f"where rollouts run: {IMAGINED} (DynaWeb) or {REAL} (the live-RL baseline)")
     expert_data: str = _f("", "`lynn collect` demos of the LiveWeb expert on train instances (interleaving)")
     tasks: list[str] = _f([], "train task ids to sample (default: every train task with a start page)")
+    starts: list[str] = _f(
+        [],
+        "more train instances to imagine: their recorded start pages (`lynn collect Lynn/LiveWeb-v0 "
+        "--env-arg tasks=FILE --max-steps 1`), beside the world model's own; goals need no expert episode",
+    )
+    task_file: str = _f(
+        "", "the LiveWeb task file of those instances (a salted draw: their specs and checks)"
+    )
+    reward_source: str = _f(
+        "model",
+        "model (the reward model scores every rollout, as DynaWeb) or checks (instances whose checks read "
+        "only the answer or the final URL are scored by them: string_match, url_match; the rest by the model)",
+    )
     updates: int = _f(20, "optimiser updates (fixed steps, not minutes)")
     groups_per_update: int = _f(2, "R: tasks per update, one group of G rollouts each")
     group_size: int = _f(8, "G: rollouts per task (group-normalised advantages)")
@@ -124,6 +138,10 @@ class DynaWebConfig:
             raise ValueError(f"importance_sampling_level must be one of {LEVELS}")
         if self.reward_mode not in REWARD_MODES:
             raise ValueError(f"reward_mode must be one of {REWARD_MODES}")
+        if self.reward_source not in REWARD_SOURCES:
+            raise ValueError(f"reward_source must be one of {REWARD_SOURCES}")
+        if (self.starts or self.reward_source != "model") and not self.imagined:
+            raise ValueError(f"starts and reward_source are options of imagination ({IMAGINED})")
         if self.rollout_memory_scale != 1.0 and not self.learn_memory_weight:
             raise ValueError(
                 "rollout_memory_scale != 1 needs learn_memory_weight (its importance correction)"

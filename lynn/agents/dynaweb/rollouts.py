@@ -71,18 +71,24 @@ def make_envs(
     reward_mode: str = "binary",
     self_assess: bool = False,
     split: str = "train",
+    starts: Sequence[str] = (),
+    task_file: str = "",
+    reward_source: str = "model",
 ) -> list[Any]:
     """``n`` unwrapped envs of ``env_id`` that end episodes at ``horizon``. World-model envs share one
-    loaded world model (batched stepping); LiveWeb envs are one browser each."""
+    loaded world model (batched stepping); LiveWeb envs are one browser each. ``starts``: more recorded
+    start pages, beside the world model's own; ``task_file``: the LiveWeb task file of their instances
+    (their specs and checks)."""
     import gymnasium as gym
 
     import lynn  # noqa: F401  (registers the ids)
 
     env_id = env_id.removeprefix("lynn:")
     if env_id == "Lynn/WebWorldModel-v0":
-        if not reward_model and not self_assess:  # the world model's own reward.json, else the zoo's
-            from lynn import zoo
+        from lynn import zoo
+        from lynn.envs.worldmodel.model import STARTS_FILE, stored
 
+        if not reward_model and not self_assess:  # the world model's own reward.json, else the zoo's
             has = (Path(zoo.resolve(world_model)) / "reward.json").exists()
             reward_model = world_model if has else zoo.default_for(env_id, "reward_model")
         kw: dict[str, Any] = dict(
@@ -91,7 +97,13 @@ def make_envs(
             max_steps=horizon,
             reward_mode=reward_mode,
             self_assess=self_assess,
+            reward_source=reward_source,
         )
+        if starts:
+            own = stored(Path(zoo.resolve(world_model)) / STARTS_FILE)
+            kw["starts"] = [*([str(own)] if own.exists() else []), *starts]
+        if task_file:
+            kw["tasks"] = task_file
         first = gym.make(env_id, model=world_model, disable_env_checker=True, **kw).unwrapped
         others = [
             gym.make(
@@ -104,8 +116,12 @@ def make_envs(
             for _ in range(n - 1)
         ]
         return [first, *others]
+    if starts or reward_source != "model":
+        raise ValueError("starts and reward_source are options of the imagined env (Lynn/WebWorldModel-v0)")
+    kw = {"tasks": task_file} if task_file else {}
     return [
-        gym.make(env_id, split=split, max_steps=horizon, disable_env_checker=True).unwrapped for _ in range(n)
+        gym.make(env_id, split=split, max_steps=horizon, disable_env_checker=True, **kw).unwrapped
+        for _ in range(n)
     ]
 
 

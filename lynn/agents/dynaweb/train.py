@@ -78,6 +78,15 @@ def _train_tasks(cfg: DynaWebConfig, env: Any) -> list[str]:
     return sorted(have)
 
 
+def _real_tasks(cfg: DynaWebConfig, tasks: list[str]) -> list[str]:
+    """The sampled tasks the real validation browser can run: those of ``task_file`` when one is given
+    (the goals added with ``--starts``), else the bundled train tasks."""
+    from lynn.envs.liveweb.liveweb_env import LiveWebEnv
+
+    real = {t["task_id"] for t in LiveWebEnv.list_tasks(split="train", tasks=cfg.task_file or None)}
+    return [t for t in tasks if t in real]
+
+
 def _spread(items: list[str], k: int) -> list[str]:
     if k >= len(items):
         return list(items)
@@ -220,11 +229,22 @@ def train_dynaweb(cfg: DynaWebConfig) -> dict[str, Any]:
     R, G = cfg.groups_per_update, cfg.group_size
     n_envs = R * G if cfg.imagined else cfg.real_envs
     envs = make_envs(
-        cfg.env, n_envs, cfg.horizon, cfg.world_model, cfg.reward_model, cfg.reward_mode, cfg.self_assess
+        cfg.env,
+        n_envs,
+        cfg.horizon,
+        cfg.world_model,
+        cfg.reward_model,
+        cfg.reward_mode,
+        cfg.self_assess,
+        starts=cfg.starts,
+        task_file=cfg.task_file,
+        reward_source=cfg.reward_source,
     )
     tasks = _train_tasks(cfg, envs[0])
-    val_tasks = _spread(tasks, cfg.eval_tasks) if cfg.eval_every else []
-    expert = ExpertBank.load(cfg.expert_data, tasks, policy=policy_dir) if cfg.expert_ratio > 0 else None
+    val_tasks = _spread(_real_tasks(cfg, tasks), cfg.eval_tasks) if cfg.eval_every else []
+    # The expert rows are every successful train episode of the data, whichever goals the rollouts draw
+    # (--tasks, or goals added with --starts that have no expert episode): they are the real-data budget.
+    expert = ExpertBank.load(cfg.expert_data, None, policy=policy_dir) if cfg.expert_ratio > 0 else None
     branches = ExpertBranches.load(cfg.expert_data, tasks) if cfg.branch_ratio > 0 else None
     policy = make_policy(model, tok, cfg.env, cfg.temperature, cfg.max_new_tokens, context, policy_dir)
     greedy = make_policy(model, tok, REAL, 0.0, cfg.max_new_tokens, context, policy_dir)
@@ -243,7 +263,7 @@ def train_dynaweb(cfg: DynaWebConfig) -> dict[str, Any]:
         if not val_tasks:
             return
         if not val_envs:
-            val_envs.extend(make_envs(REAL, cfg.real_envs, cfg.eval_max_steps))
+            val_envs.extend(make_envs(REAL, cfg.real_envs, cfg.eval_max_steps, task_file=cfg.task_file))
         e = _validate(greedy, val_envs, val_tasks, cfg.eval_max_steps, update)
         counts["validation_steps"] += e["steps"]
         evals.append(e)

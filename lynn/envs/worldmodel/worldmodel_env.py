@@ -16,6 +16,9 @@ from lynn.envs.spaces import UnicodeText
 from lynn.envs.worldmodel.delta import apply_delta_text
 
 ENV_ID = "Lynn/WebWorldModel-v0"
+REWARD_SOURCES = ("model", "checks")
+# LiveWeb's checks that read only what an imagined episode ends with: the answer and the final URL.
+CHECKS_ON_DREAM = frozenset({"string_match", "url_match"})
 OBS_KEYS = ("goal", "url", "title", "axtree", "open_pages", "last_action", "last_action_error")
 
 
@@ -73,8 +76,16 @@ class WebWorldModelEnv(gym.Env):
       reward is 0 (``info["reward_note"]`` says so); ``self_assess=True`` asks the world model's LM
       instead (needs an LM).
     - ``split``: ``"train"``, ``"test"`` or ``None`` — which recorded start pages ``reset`` draws from.
-    - ``starts``: a ``starts.jsonl`` or ``lynn collect`` transitions file/folder of start pages
-      (default: the model folder's ``starts.jsonl``).
+    - ``starts``: a ``starts.jsonl`` or ``lynn collect`` transitions file/folder of start pages, or a list
+      of them (default: the model folder's ``starts.jsonl``).
+    - ``tasks``: a LiveWeb task file (e.g. a salted draw, ``python -m lynn.envs.liveweb.tasks.generate
+      --salt S``) whose instances' specs (intent, sites, checks) complete their start pages, as the
+      bundled bank completes its own.
+    - ``reward_source``: ``"model"`` (default: the reward model scores every episode, as DynaWeb) or
+      ``"checks"``: an instance whose checks read only what the dream shows at the end (``string_match``
+      on the answer, ``url_match`` on the final URL) is scored by those checks, LiveWeb's own evaluators;
+      the others (``db_check``, ``program_html``, ``page_list`` read a database or a live page) by the
+      reward model. For train instances, whose checks are known; the test split is scored the same way.
     - ``page_memory``: complement an LM world model with the page memory (default ``True``).
     - ``llm_url``: an OpenAI-compatible endpoint serving the world model (``model`` names it).
     - ``speculative``: verification rule of the in-process LM (default ``"strict"``: lossless).
@@ -85,7 +96,8 @@ class WebWorldModelEnv(gym.Env):
     ``nondeterministic=True``), and at the end ``success`` (P ≥ threshold), ``score`` (P(success)).
 
     ## Version History
-    - v0: initial version; ``model``/``reward_model`` default to the zoo's (before: ``model`` was required).
+    - v0: initial version; ``model``/``reward_model`` default to the zoo's (before: ``model`` was required);
+      ``tasks``, ``reward_source`` and a list of ``starts`` added (defaults unchanged).
     """
 
     metadata = {"render_modes": []}
@@ -95,7 +107,9 @@ class WebWorldModelEnv(gym.Env):
         model: str | Path | None = None,
         reward_model: str | Path | None = None,
         split: str | None = "test",
-        starts: str | Path | None = None,
+        starts: str | Path | Sequence[str | Path] | None = None,
+        tasks: str | Path | None = None,
+        reward_source: str = "model",
         page_memory: bool = True,
         max_steps: int | None = None,
         multiaction: bool = True,
@@ -114,6 +128,8 @@ class WebWorldModelEnv(gym.Env):
             raise ValueError(f"split must be 'train', 'test' or None, got {split!r}")
         if reward_mode not in ("binary", "prob"):
             raise ValueError(f"reward_mode must be 'binary' or 'prob', got {reward_mode!r}")
+        if reward_source not in REWARD_SOURCES:
+            raise ValueError(f"reward_source must be one of {REWARD_SOURCES}, got {reward_source!r}")
         from lynn import zoo
 
         if world_model is None and model is None and llm_url is None:
@@ -131,6 +147,7 @@ class WebWorldModelEnv(gym.Env):
             )
         self.world_model = world_model
         self.reward_mode = reward_mode
+        self.reward_source = reward_source
         self.reward_model: Any = None
         if self_assess:
             from lynn.envs.worldmodel.reward_model import SelfAssessReward
@@ -150,12 +167,17 @@ class WebWorldModelEnv(gym.Env):
             raise ValueError(
                 "no start pages: pass starts=PATH (a `lynn collect Lynn/LiveWeb-v0` output or starts.jsonl)"
             )
-        self.starts = [s for s in _read_starts(src) if split is None or s.get("split") == split]
+        srcs = list(src) if isinstance(src, (list, tuple)) else [src]
+        self.starts = [s for p in srcs for s in _read_starts(p) if split is None or s.get("split") == split]
         if not self.starts:
             raise ValueError(
                 f"no recorded start pages of split {split!r} in {src}; collect some with `lynn collect`"
             )
         bank = _bundled_tasks()
+        if tasks is not None:
+            from lynn.envs.liveweb.tasks import load_tasks
+
+            bank.update({t["task_id"]: t for t in load_tasks(str(tasks))})
         # The LiveWeb task (intent, sites, the expert's plan) beside its recorded start page, so privileged
         # agents read it through the same accessor (env.unwrapped.task) as on LiveWeb.
         self.starts = [{**bank.get(s["task_id"], {}), **s} for s in self.starts]
@@ -191,9 +213,11 @@ class WebWorldModelEnv(gym.Env):
         src = starts or (stored(Path(model) / STARTS_FILE) if model else None)
         if src is None:
             return []
+        srcs = list(src) if isinstance(src, (list, tuple)) else [src]
         return [
             {"task_id": s["task_id"], "split": s.get("split"), "description": s.get("goal", "")}
-            for s in _read_starts(src)
+            for p in srcs
+            for s in _read_starts(p)
             if split is None or s.get("split") == split
         ]
 
@@ -342,9 +366,21 @@ class WebWorldModelEnv(gym.Env):
         return float(getattr(self.reward_model, "threshold", 0.5))
 
     def _score(self, final: dict[str, Any], answer: str | None, infeasible: bool) -> tuple[float | None, str]:
+        assert self.task is not None
+        kinds = set((self.task.get("eval") or {}).get("eval_types") or [])
+        if self.reward_source == "checks" and kinds and kinds <= CHECKS_ON_DREAM:
+            from lynn.envs.liveweb.evaluators import EvalContext, evaluate
+
+            ctx = EvalContext(
+                answer=answer,
+                infeasible=infeasible,
+                url=str(final.get("url", "")),
+                sites=self.urls,
+                intent=str(self.task.get("intent") or self.obs["goal"]),
+            )
+            return evaluate(self.task, ctx)[0], ""
         if self.reward_model is None:
             return None, "no reward_model given: reward 0 (train one with `lynn train reward-model`)"
-        assert self.task is not None
         p = self.reward_model.score(
             self.task["task_id"], self.obs["goal"], self.history, final, answer, infeasible
         )

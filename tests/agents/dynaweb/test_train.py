@@ -202,3 +202,36 @@ def test_a_ranked_policy_trains_on_the_replies_its_chooser_scores(run_cfg, ranke
         assert (final / name).exists()
     w0, w1 = _weights(ranked_policy), _weights(final)
     assert any(not torch.equal(w0[k], w1[k]) for k in w0)  # the LM's weights were trained
+
+
+def test_goals_added_with_starts_are_imagined_and_scored_by_their_checks(
+    run_cfg, memory_model, web_data, tmp_path
+):
+    """``starts`` + ``task_file``: a salted train goal with no expert episode is sampled and imagined beside
+    the world model's own; the expert rows still come from the recorded train episodes; with
+    ``reward_source="checks"`` its answer is scored by its own check. Both options belong to imagination."""
+    from lynn.agents.dynaweb.train import train_dynaweb
+    from lynn.envs.liveweb.tasks import load_tasks
+    from lynn.envs.worldmodel.worldmodel_env import _read_starts
+
+    bank = {t["task_id"]: t for t in load_tasks(None)}
+    base = "shop.product_price.0"
+    salted = {**bank[base], "task_id": f"{base}@x", "split": "train"}
+    (tmp_path / "tasks.json").write_text(json.dumps([salted]))
+    start = next(s for s in _read_starts(web_data["train"]) if s["task_id"] == base)
+    (tmp_path / "starts.jsonl").write_text(json.dumps({**start, "task_id": salted["task_id"]}) + "\n")
+    cfg = run_cfg(
+        starts=[str(tmp_path / "starts.jsonl")],
+        task_file=str(tmp_path / "tasks.json"),
+        reward_source="checks",
+        reward_mode="prob",  # the reward model would give a probability; the check gives 0 or 1
+        tasks=[salted["task_id"]],
+        expert_ratio=0.5,
+        updates=2,
+    )
+    s = train_dynaweb(cfg)
+    assert all(h["tasks"] == [salted["task_id"]] for h in s["history"])
+    assert all(h["expert_rows"] > 0 and "@" not in t for h in s["history"] for t in h["expert_tasks"])
+    assert all(r in (0.0, 1.0) for h in s["history"] for g in h["group_rewards"] for r in g)
+    with pytest.raises(ValueError, match="options of imagination"):
+        run_cfg(env="Lynn/LiveWeb-v0", starts=[str(tmp_path / "starts.jsonl")])

@@ -152,3 +152,54 @@ def test_self_assessment_asks_the_world_models_lm(tiny_world_model: Path, memory
     assert terminated and reward in (0.0, 1.0) and info["score"] in (0.0, 1.0)
     with pytest.raises(ValueError, match="self_assess"):
         gym.make(ENV_ID, model=str(memory_model), self_assess=True)  # no LM to ask
+
+
+def test_reward_source_checks_scores_answers_by_the_tasks_own_check(
+    memory_model: Path, web_data, tmp_path
+) -> None:
+    """``reward_source="checks"``: a string_match instance is scored by LiveWeb's evaluator on the imagined
+    answer (right 1, wrong 0), a db_check one still by the reward model; ``tasks`` and a list of ``starts``
+    bring in a salted instance with its own reference answer."""
+    import json
+
+    from lynn.envs.liveweb.tasks import load_tasks
+    from lynn.envs.worldmodel.data import episodes, read_transitions
+    from lynn.envs.worldmodel.worldmodel_env import _read_starts
+
+    bank = {t["task_id"]: t for t in load_tasks(None)}
+    price_id = next(t for t in TEST_IDS if t.startswith("shop.product_price"))
+    right = bank[price_id]["eval"]["reference_answers"]["exact_match"]
+    kw = dict(model=str(memory_model), reward_model=str(memory_model), reward_mode="prob")
+    checks = WebWorldModelEnv(reward_source="checks", **kw)
+    for answer, want in ((right, 1.0), ("$0.01", 0.0)):
+        checks.reset(options={"task_id": price_id})
+        _, reward, terminated, _, info = checks.step(f'send_msg_to_user("{answer}")')
+        assert terminated and reward == want and info["score"] == want
+
+    set_price = next(t for t in TEST_IDS if t.startswith("admin.set_price"))  # db_check: the model scores it
+    ep = next(e for e in episodes(read_transitions(web_data["test"])) if e[0]["task_id"] == set_price)
+    model = WebWorldModelEnv(**kw)
+    scores = []
+    for env in (checks, model):
+        env.reset(options={"task_id": set_price})
+        for r in ep:
+            *_, info = env.step(r["action"])
+        scores.append(info["score"])
+    assert scores[0] == scores[1] and 0.0 <= scores[0] <= 1.0
+
+    salted = {**bank[price_id], "task_id": f"{price_id}@x", "split": "test"}
+    salted["eval"] = {"eval_types": ["string_match"], "reference_answers": {"exact_match": "$1.23"}}
+    (tmp_path / "tasks.json").write_text(json.dumps([salted]))
+    start = next(s for s in _read_starts(web_data["test"]) if s["task_id"] == price_id)
+    (tmp_path / "starts.jsonl").write_text(json.dumps({**start, "task_id": salted["task_id"]}) + "\n")
+    own = memory_model / "starts.jsonl"
+    env = WebWorldModelEnv(
+        starts=[own, tmp_path / "starts.jsonl"], tasks=tmp_path / "tasks.json", reward_source="checks", **kw
+    )
+    assert {price_id, salted["task_id"]} <= set(env.by_id)
+    for answer, want in ((right, 0.0), ("$1.23", 1.0)):
+        env.reset(options={"task_id": salted["task_id"]})
+        _, reward, *_ = env.step(f'send_msg_to_user("{answer}")')
+        assert reward == want
+    with pytest.raises(ValueError, match="reward_source"):
+        WebWorldModelEnv(reward_source="oracle", **kw)
