@@ -49,6 +49,7 @@ __all__ = ["latest_checkpoint", "train_dynaweb"]
 CKPT_DIR = "checkpoints"
 KEEP_CHECKPOINTS = 2
 SUMMARY = "summary.json"
+SMOOTH = 10  # updates averaged in the curve's trend line
 
 
 def latest_checkpoint(out: str | Path) -> Path | None:
@@ -143,7 +144,16 @@ def _curve(
             ("rollout_reward", 1.2, "-", "rollout reward (mean)"),
             ("rollout_success", 1.0, ":", "rollout success"),
         ):
-            ax.plot(xs, [h[key] for h in history], lw=lw, ls=ls, color="tab:blue", label=label)
+            ax.plot(xs, [h[key] for h in history], lw=lw, ls=ls, color="tab:blue", alpha=0.35, label=label)
+        # One update is R groups: too few to read a trend from, so the mean over the last SMOOTH updates too.
+        ys = [h["rollout_reward"] for h in history]
+        smooth = [
+            sum(ys[max(0, i - SMOOTH + 1) : i + 1]) / len(ys[max(0, i - SMOOTH + 1) : i + 1])
+            for i in range(len(ys))
+        ]
+        ax.plot(
+            xs, smooth, lw=2.0, color="tab:blue", label=f"rollout reward, mean of the last {SMOOTH} updates"
+        )
     if evals:
         ex = [e["update"] for e in evals]
         ax.plot(
