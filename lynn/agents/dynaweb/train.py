@@ -454,8 +454,14 @@ def _real_interactions(cfg: DynaWebConfig, counts: dict[str, int], expert: Any) 
         with open_text(mem) as fh:
             wm_rows = sum(1 for line in fh if line.strip())
     bank = expert.steps if expert is not None else 0
+    starts = 0  # --starts: the recorded start pages of added goals (a reset, and a step, each)
+    for src in cfg.starts if cfg.imagined else []:
+        rows = Path(src) / "transitions.jsonl" if Path(src).is_dir() else Path(src)
+        with open_text(stored(rows)) as fh:
+            starts += sum(1 for line in fh if line.strip())
     return {
         "world_model_transitions": wm_rows,
+        "start_page_steps": starts,
         "expert_bank_steps": bank,
         "live_rollout_steps": counts["real_rollout_steps"],
         "validation_steps": counts["validation_steps"],

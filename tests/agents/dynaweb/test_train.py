@@ -231,6 +231,7 @@ def test_goals_added_with_starts_are_imagined_and_scored_by_their_checks(
     )
     s = train_dynaweb(cfg)
     assert all(h["tasks"] == [salted["task_id"]] for h in s["history"])
+    assert s["real_interactions"]["start_page_steps"] == 1  # the added start page counts as real
     assert all(h["expert_rows"] > 0 and "@" not in t for h in s["history"] for t in h["expert_tasks"])
     assert all(r in (0.0, 1.0) for h in s["history"] for g in h["group_rewards"] for r in g)
     with pytest.raises(ValueError, match="options of imagination"):
