@@ -53,10 +53,11 @@ def crawl(
     max_pages: int = 400,
     task_files: list[str] | None = None,
     progress: bool = True,
+    bundled: bool = True,
 ) -> int:
     """Crawl the sites breadth-first from the start page of each login state of the bundled train tasks
     (and of ``task_files``' train tasks), up to ``max_pages`` pages each, and write the steps to
-    ``out/transitions.jsonl``. The first login state of a site crawls its public pages; every later
+    ``out/transitions.jsonl`` (``bundled=False``: ``task_files``' states only). The first login state of a site crawls its public pages; every later
     (logged-in) state adds only what the first did not open (its account, orders, wishlist). Returns the
     number of steps written."""
     import gymnasium as gym
@@ -74,7 +75,7 @@ def crawl(
 
         bar = tqdm(desc="crawl", unit="page")
     with (out / "transitions.jsonl").open("w", encoding="utf-8") as fh:
-        for source in [None, *(task_files or [])]:
+        for source in [*([None] if bundled else []), *(task_files or [])]:
             kw = {"tasks": source} if source else {}
             env = gym.make(ENV_ID, split="train", max_steps=10**6, disable_env_checker=True, **kw).unwrapped
             try:
