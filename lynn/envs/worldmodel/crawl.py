@@ -27,7 +27,7 @@ from typing import Any
 
 __all__ = ["crawl", "login_states", "main"]
 
-LINK = re.compile(r"/url: (/\S*)")
+LINK = re.compile(r'/url: "?([/?][^"\s]*)"?')  # a path, or a query on the page's own path (pagination)
 ENV_ID = "Lynn/LiveWeb-v0"
 
 
@@ -119,7 +119,9 @@ def crawl(
                             if bar is not None:
                                 bar.update(1)
                         pages += 1
+                        path = str(obs["url"])[len(origin) :].split("?")[0] or "/"
                         for link in LINK.findall(str(obs.get("axtree", ""))):
+                            link = path + link if link.startswith("?") else link
                             if link not in site_seen:
                                 site_seen.add(link)
                                 queue.append(link)
