@@ -693,6 +693,10 @@ class RankedChooser:
         #: sampling only (temperature > 0): draw with λ·behaviour_scale instead of λ (exploration; the
         #: Choice records both probabilities so a learner can correct for it). 1: draw from the policy.
         self.behaviour_scale = 1.0
+        #: sampling only: once the drawn candidate is an answer, redraw which answer among the answer
+        #: candidates at this temperature (0: keep the draw). Explores the literal answered, which a verifier
+        #: (the dream's checks) then scores; the Choice's probabilities stay the policy's own.
+        self.answer_temperature = 0.0
         self.ranker = fmt.make_ranker()
         self.max_parts = max_parts
         self.last_prompt_tokens = 0
@@ -780,6 +784,7 @@ class RankedChooser:
             import random
 
             best = (rng or random.Random()).choices(range(len(cands)), weights=probs)[0]
+            best = self._redraw_answer(best, cands, draw, rng or random.Random())
         else:
             best = max(range(len(cands)), key=lambda i: pick[i])
         mixture = None
@@ -805,6 +810,23 @@ class RankedChooser:
         return Choice(
             reply, action, msgs, shown_replies([reply], self.goal, self.fmt)[0], best, probs, mixture
         )
+
+    def _redraw_answer(
+        self, best: int, cands: Sequence[tuple[str, str]], scores: Sequence[float], rng: Any
+    ) -> int:
+        """``best`` when :attr:`answer_temperature` is 0 or it is no answer; else an answer candidate drawn from
+        the answers' own scores at that temperature."""
+        import math
+
+        def is_answer(reply: str) -> bool:
+            return reply.startswith("answer ") and reply != 'answer "done"'
+
+        if self.answer_temperature <= 0 or not is_answer(cands[best][0]):
+            return best
+        idx = [i for i, (r, _) in enumerate(cands) if is_answer(r)]
+        top = max(scores[i] for i in idx)
+        w = [math.exp((scores[i] - top) / self.answer_temperature) for i in idx]
+        return idx[rng.choices(range(len(idx)), weights=w)[0]]
 
     def _recall_answer(self, first: str, page: Sequence[Element]) -> str | None:
         """The whole answer after its first part as the memory's answers of this template went on (None: no

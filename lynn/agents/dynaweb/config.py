@@ -89,6 +89,12 @@ class DynaWebConfig:
     max_grad_norm: float = _f(1.0, "gradient-norm clip (0: none)")
     micro_batch: int = _f(8, "rows (one step each) per forward/backward pass; same loss")
     temperature: float = _f(1.0, "sampling temperature of rollouts (log-probs are scored at it)")
+    answer_temperature: float = _f(
+        0.0,
+        "ranked policies, rollouts only: once a rollout's drawn step is an answer, redraw which answer among the "
+        "page's answer candidates at this temperature (0: off); with --reward-source checks the dream's check says "
+        "which literal is right. Not importance-corrected: an exploration device",
+    )
     max_new_tokens: int = _f(96, "reply budget per step (the page is cut to context - this, as in BC)")
     learn_memory_weight: bool = _f(
         False,
@@ -150,6 +156,12 @@ class DynaWebConfig:
             raise ValueError("rollout_memory_scale must be >= 0 (λ·s is capped at 1)")
         if self.learn_memory_weight and self.beta:
             raise ValueError("learn_memory_weight with beta > 0 is not supported (no reference mixture kept)")
+        if self.answer_temperature < 0:
+            raise ValueError("answer_temperature must be >= 0 (0: off)")
+        if self.answer_temperature and self.learn_memory_weight:
+            raise ValueError(
+                "answer_temperature with learn_memory_weight is not supported (its draws are uncorrected)"
+            )
         if self.is_truncation <= 0:
             raise ValueError("is_truncation must be > 0")
         for name in ("updates", "groups_per_update", "horizon", "iterations", "micro_batch", "real_envs"):

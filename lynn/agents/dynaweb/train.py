@@ -258,6 +258,10 @@ def train_dynaweb(cfg: DynaWebConfig) -> dict[str, Any]:
     branches = ExpertBranches.load(cfg.expert_data, tasks) if cfg.branch_ratio > 0 else None
     policy = make_policy(model, tok, cfg.env, cfg.temperature, cfg.max_new_tokens, context, policy_dir)
     greedy = make_policy(model, tok, REAL, 0.0, cfg.max_new_tokens, context, policy_dir)
+    if cfg.answer_temperature:
+        if getattr(policy, "chooser", None) is None:
+            raise ValueError("answer_temperature needs a ranked-format policy (lynn_web.json: a chooser)")
+        policy.chooser.answer_temperature = cfg.answer_temperature
 
     def sync_weights() -> None:  # both choosers read the learned λ as it is now
         if mixture is None:
