@@ -236,3 +236,39 @@ def test_goals_added_with_starts_are_imagined_and_scored_by_their_checks(
     assert all(r in (0.0, 1.0) for h in s["history"] for g in h["group_rewards"] for r in g)
     with pytest.raises(ValueError, match="options of imagination"):
         run_cfg(env="Lynn/LiveWeb-v0", starts=[str(tmp_path / "starts.jsonl")])
+
+
+def test_answer_temperature_redraws_which_answer_and_nothing_else(run_cfg, ranked_policy, web_data):
+    """``answer_temperature``: a sampled step that is an answer is redrawn among the page's answers (near 0: the
+    best-scored answer every time; high: several of them); greedy steps and ``0`` are untouched."""
+    import random
+
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from lynn.agents.dynaweb.train import train_dynaweb
+    from lynn.lm.web_candidates import RankedChooser, load_steps
+
+    chooser = RankedChooser.from_folder(
+        AutoModelForCausalLM.from_pretrained(ranked_policy),
+        AutoTokenizer.from_pretrained(ranked_policy),
+        ranked_policy,
+    )
+    st = next(s for s in load_steps([str(web_data["train"])]) if s["action"].startswith("send_msg_to_user"))
+
+    def answers(at: float, temperature: float = 1.0) -> list[str]:
+        chooser.answer_temperature = at
+        rng = random.Random(0)
+        replies = [chooser.decide(st["obs"], st["replies"], temperature, rng).reply for _ in range(40)]
+        return [r for r in replies if r.startswith("answer ")]
+
+    cold, hot = answers(1e-3), answers(1e3)
+    assert cold and hot
+    assert len(set(cold)) == 1  # the best-scored answer, whatever answer was drawn first
+    assert len(set(hot)) > 1  # several of the page's answers
+    assert answers(1e3, temperature=0.0) == answers(0.0, temperature=0.0)  # greedy: untouched
+    s = train_dynaweb(run_cfg(policy=str(ranked_policy), answer_temperature=2.0, updates=1, group_size=2))
+    assert s["updates"] == 1 and all(h["rollout_parse_errors"] == 0 for h in s["history"])
+    with pytest.raises(ValueError, match="ranked-format"):
+        train_dynaweb(run_cfg(answer_temperature=2.0, out=str(Path(s["config"]["out"]).parent / "plain")))
+    with pytest.raises(ValueError, match="answer_temperature"):
+        run_cfg(answer_temperature=-1.0)
