@@ -238,6 +238,9 @@ def train_dynaweb(cfg: DynaWebConfig) -> dict[str, Any]:
     start = learner.version
     R, G = cfg.groups_per_update, cfg.group_size
     n_envs = R * G if cfg.imagined else cfg.real_envs
+    if cfg.answer_temperature and not (Path(policy_dir) / "lynn_web.json").exists():
+        # refused before any env opens: an error here must not leave browsers or world models behind
+        raise ValueError("answer_temperature needs a ranked-format policy (lynn_web.json: a chooser)")
     envs = make_envs(
         cfg.env,
         n_envs,
@@ -259,8 +262,6 @@ def train_dynaweb(cfg: DynaWebConfig) -> dict[str, Any]:
     policy = make_policy(model, tok, cfg.env, cfg.temperature, cfg.max_new_tokens, context, policy_dir)
     greedy = make_policy(model, tok, REAL, 0.0, cfg.max_new_tokens, context, policy_dir)
     if cfg.answer_temperature:
-        if getattr(policy, "chooser", None) is None:
-            raise ValueError("answer_temperature needs a ranked-format policy (lynn_web.json: a chooser)")
         policy.chooser.answer_temperature = cfg.answer_temperature
 
     def sync_weights() -> None:  # both choosers read the learned λ as it is now
